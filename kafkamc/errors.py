@@ -1,0 +1,37 @@
+"""The errors kafkamc reports to its user, each mapped to an exit code by the CLI."""
+
+from __future__ import annotations
+
+__all__ = ["KafkamcError", "UsageError", "SpecRaised", "EngineError"]
+
+
+class KafkamcError(Exception):
+    """Base of every error kafkamc reports without a traceback."""
+
+    exit_code = 2
+
+
+class UsageError(KafkamcError):
+    """Bad invocation or input: unknown spec, parameter, invariant, a value out of range (exit 2)."""
+
+    exit_code = 2
+
+
+class SpecRaised(KafkamcError):
+    """A spec function raised during exploration (exit 3); the message names the function and state."""
+
+    exit_code = 3
+
+    def __init__(self, where: str, state: object, error: BaseException) -> None:
+        self.where = where
+        self.state = state
+        self.error = error
+        super().__init__(
+            f"{where} raised {type(error).__name__}: {error} on state {state!r}"
+        )
+
+
+class EngineError(KafkamcError):
+    """The engine could not finish (for instance a lost Spark cluster); exit 3, no result written."""
+
+    exit_code = 3

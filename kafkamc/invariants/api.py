@@ -1,0 +1,59 @@
+"""Named invariants (state predicates) and action properties (transition predicates).
+
+A property is a plain module-level function that captures nothing, so it pickles by reference and
+ships to any engine. The decorators only attach a name and a one-line description; the function
+itself is returned unchanged and stays callable as written.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+__all__ = ["Property", "invariant", "action_property", "property_of"]
+
+_KEBAB = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+_ATTR = "__kafkamc_property__"
+
+
+@dataclass(frozen=True, slots=True)
+class Property:
+    """What the decorators attach: ``kind`` is "invariant" (fn(p, s)) or "action" (fn(p, s, label, t))."""
+
+    name: str
+    description: str
+    kind: str
+    fn: Callable[..., bool]
+
+
+def _mark(kind: str, name: str, description: str) -> Callable[[Callable[..., bool]], Callable[..., bool]]:
+    if not _KEBAB.match(name):
+        raise ValueError(f"property name {name!r} must be kebab-case, e.g. 'single-controller-per-epoch'")
+    if not description or "\n" in description:
+        raise ValueError(f"property {name!r} needs a one-line description")
+
+    def decorate(fn: Callable[..., bool]) -> Callable[..., bool]:
+        setattr(fn, _ATTR, Property(name, description, kind, fn))
+        return fn
+
+    return decorate
+
+
+def invariant(name: str, description: str) -> Callable[[Callable[..., bool]], Callable[..., bool]]:
+    """Declare ``fn(p, state) -> bool`` as the invariant ``name`` (true means the state is fine)."""
+    return _mark("invariant", name, description)
+
+
+def action_property(name: str, description: str) -> Callable[[Callable[..., bool]], Callable[..., bool]]:
+    """Declare ``fn(p, state, label, next_state) -> bool`` as a property of every transition."""
+    return _mark("action", name, description)
+
+
+def property_of(fn: Any) -> Property:
+    """The Property a decorated function carries; TypeError for an undecorated one."""
+    prop = getattr(fn, _ATTR, None)
+    if not isinstance(prop, Property):
+        name = getattr(fn, "__qualname__", repr(fn))
+        raise TypeError(f"{name} is not decorated with @invariant or @action_property")
+    return prop
