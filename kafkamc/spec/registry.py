@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import os
+import sys
 
 from kafkamc.errors import UsageError
 from kafkamc.spec.api import Spec
 
-__all__ = ["BUNDLED", "bundled_names", "load_spec_class"]
+__all__ = ["BUNDLED", "bundled_names", "load_spec_class", "build_spec", "select_properties"]
 
 # Imported lazily so that a broken or heavy spec module costs nothing to the others.
 BUNDLED: dict[str, str] = {
@@ -42,6 +45,9 @@ def _import(target: str, shown: str) -> type[Spec]:
     module_name, _, attr = target.partition(":")
     if not module_name or not attr:
         raise UsageError(f"spec reference {shown!r} must look like package.module:ClassName")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        # A console script does not put the working directory on sys.path; `python -m` does.
+        sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
@@ -52,3 +58,43 @@ def _import(target: str, shown: str) -> type[Spec]:
     if not (isinstance(cls, type) and issubclass(cls, Spec)):
         raise UsageError(f"{shown!r} is not a kafkamc Spec subclass")
     return cls
+
+
+def build_spec(ref: str, assignments: list[str] | dict[str, object] = ()) -> Spec:
+    """The spec ``ref`` bound to ``-p NAME=VALUE`` assignments (or a dict of typed values)."""
+    cls = load_spec_class(ref)
+    params = {prm.name: prm for prm in cls.parameters}
+    values: dict[str, object] = {}
+    items = assignments.items() if isinstance(assignments, dict) else _split(assignments)
+    for name, raw in items:
+        if name not in params:
+            allowed = ", ".join(params) or "none"
+            raise UsageError(f"unknown parameter {name!r} for spec {cls.name}; allowed: {allowed}")
+        if name in values:
+            raise UsageError(f"parameter {name!r} given twice for spec {cls.name}")
+        values[name] = params[name].parse(raw) if isinstance(raw, str) else params[name].validate(raw)
+    return cls(**values)
+
+
+def _split(assignments: list[str]) -> list[tuple[str, str]]:
+    out = []
+    for text in assignments:
+        name, eq, raw = text.partition("=")
+        if not eq or not name.strip():
+            raise UsageError(f"parameter {text!r} must look like NAME=VALUE, e.g. -p brokers=3")
+        out.append((name.strip(), raw))
+    return out
+
+
+def select_properties(cls: type[Spec], names: list[str] | tuple[str, ...] | None):
+    """The properties named by ``-i`` (repeatable; ``all`` for every one; none given: the defaults)."""
+    if not names:
+        return cls.default_properties()
+    if "all" in names:
+        return cls.properties()
+    chosen = []
+    for name in names:
+        prop = cls.property_named(name)
+        if prop not in chosen:
+            chosen.append(prop)
+    return tuple(chosen)

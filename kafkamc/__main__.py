@@ -1,0 +1,3 @@
+from kafkamc.cli import main_entry
+
+main_entry()

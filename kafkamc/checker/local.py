@@ -1,0 +1,238 @@
+"""The embedded breadth-first engine: one process, one fingerprint set, one queue (TLC's design).
+
+Per distinct state it keeps only a fingerprint, the index of its parent and the successor index
+that reached it; states themselves live only in the current and the next frontier. Levels are
+explored in order and, inside a level, states in discovery order, so the first violation found is
+at minimal depth and its path is the lexicographically smallest shortest path: the same trace on
+every run and, by construction, on every engine that follows the same rule.
+"""
+
+from __future__ import annotations
+
+import time
+from array import array
+from typing import Any, Callable, Sequence
+
+from kafkamc.checker.fingerprint import Fingerprinter, canonical
+from kafkamc.checker.result import (
+    DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult, LevelStats,
+)
+from kafkamc.counterexamples.trace import Trace, replay
+from kafkamc.errors import SpecRaised, UsageError
+from kafkamc.invariants.api import Property
+from kafkamc.spec.api import Spec, format_label
+
+__all__ = ["explore", "state_key_function"]
+
+Progress = Callable[[LevelStats], None]
+
+
+def state_key_function(spec: Spec, sample: Any, symmetry: bool) -> tuple[Callable[[Any], int], Fingerprinter]:
+    """The function the engines fingerprint states with (a signed 64-bit int, stable everywhere)."""
+    p = spec.p
+    fpr = Fingerprinter(type(sample), spec.view)
+    view = spec.view
+    sym = spec.symmetry if symmetry else None
+    if symmetry and sym is None:
+        raise UsageError(f"--symmetry: spec {spec.name} declares no symmetry hook; allowed only for specs that do")
+    if fpr.fast:
+        if view is None and sym is None:
+            return hash, fpr
+        if view is None:
+            return (lambda s: hash(sym(p, s))), fpr
+        if sym is None:
+            return (lambda s: hash(view(p, s))), fpr
+        return (lambda s: hash(view(p, sym(p, s)))), fpr
+    if view is None and sym is None:
+        return (lambda s: hash(canonical(s))), fpr
+    if view is None:
+        return (lambda s: hash(canonical(sym(p, s)))), fpr
+    if sym is None:
+        return (lambda s: hash(canonical(view(p, s)))), fpr
+    return (lambda s: hash(canonical(view(p, sym(p, s))))), fpr
+
+
+def _culprit(spec: Spec, state: Any, exc: BaseException) -> SpecRaised:
+    """Find which action raised on ``state`` by re-running each (they are pure) in order."""
+    for act in spec.actions():
+        try:
+            for _ in act.fn(spec.p, state):
+                pass
+        except Exception as again:
+            return SpecRaised(f"action {act.name}", state, again)
+    return SpecRaised("an action", state, exc)
+
+
+def _path(parent: array, sidx: array, idx: int) -> list[int]:
+    path = []
+    while idx >= 0:
+        path.append(sidx[idx])
+        idx = parent[idx]
+    path.reverse()
+    return path
+
+
+def explore(
+    spec: Spec,
+    properties: Sequence[Property] | None = None,
+    *,
+    max_depth: int | None = None,
+    max_states: int | None = None,
+    symmetry: bool = False,
+    deadlock: bool = False,
+    progress: Progress | None = None,
+) -> CheckResult:
+    """Exhaustively explore ``spec`` breadth-first, checking ``properties`` (default: the spec's)."""
+    props = tuple(spec.default_properties() if properties is None else properties)
+    invs = [(pr.name, pr.fn) for pr in props if pr.kind == "invariant"]
+    aprops = [(pr.name, pr.fn) for pr in props if pr.kind == "action"]
+    p = spec.p
+    actions = [(a.name, a.fn) for a in spec.actions()]
+    constraint = spec.constraint
+    started = time.perf_counter()
+
+    try:
+        inits = spec.initial()
+    except Exception as exc:
+        raise SpecRaised(f"{type(spec).__name__}.init_states", None, exc) from exc
+    if not inits:
+        raise UsageError(f"spec {spec.name} has no initial states with parameters {p.as_dict()}")
+    key, fpr = state_key_function(spec, inits[0], symmetry)
+
+    seen: dict[int, int] = {}
+    parent = array("q")
+    sidx = array("l")
+    generated = len(inits)
+    frontier: list[Any] = []
+    level_start = 0  # index of the first state of the current frontier
+    depth = 1
+    violated: str | None = None
+    bad_path: list[int] | None = None
+    reason: str | None = None
+
+    def result(kind: str) -> CheckResult:
+        trace = None
+        if bad_path is not None:
+            trace = replay(spec, bad_path)
+        return CheckResult(
+            spec=spec.name, params=p.as_dict(), engine="local", result=kind,
+            invariants=tuple(pr.name for pr in props) + ((DEADLOCK,) if deadlock else ()),
+            violated=violated, distinct_states=len(seen), states_generated=generated, depth=depth,
+            seconds=time.perf_counter() - started, trace=trace, reason=reason, symmetry=symmetry,
+        )
+
+    def first_violation(state: Any) -> str | None:
+        for name, fn in invs:
+            try:
+                if not fn(p, state):
+                    return name
+            except Exception as exc:
+                raise SpecRaised(f"invariant {name}", state, exc) from exc
+        return None
+
+    for i, s in enumerate(inits):
+        fpr.check(s)
+        k = key(s)
+        if k in seen:
+            continue
+        if max_states is not None and len(seen) >= max_states:
+            reason = "max-states"
+            return result(INCOMPLETE)
+        seen[k] = len(parent)
+        parent.append(-1)
+        sidx.append(i)
+        frontier.append(s)
+        bad = first_violation(s)
+        if bad is not None:
+            violated, bad_path = bad, _path(parent, sidx, len(parent) - 1)
+            return result(VIOLATION)
+    if progress:
+        progress(LevelStats(1, len(seen), generated, len(frontier), time.perf_counter() - started))
+
+    try:
+        while frontier:
+            last_level = max_depth is not None and depth >= max_depth
+            nxt: list[Any] = []
+            n = len(parent)
+            for pos, s in enumerate(frontier):
+                if constraint is not None and not constraint(p, s):
+                    continue
+                sid = level_start + pos
+                i = 0
+                try:
+                    for aname, fn in actions:
+                        for label, t in fn(p, s):
+                            k = key(t)
+                            if aprops:
+                                flabel = format_label(aname, label)
+                                for pname, pfn in aprops:
+                                    if not pfn(p, s, flabel, t):
+                                        violated = pname
+                                        bad_path = _path(parent, sidx, sid) + [i]
+                                        generated += i + 1
+                                        depth += 1
+                                        return result(VIOLATION)
+                            if k not in seen:
+                                if last_level:
+                                    reason = "max-depth"
+                                    generated += i + 1
+                                    return result(INCOMPLETE)
+                                if max_states is not None and n >= max_states:
+                                    reason = "max-states"
+                                    generated += i + 1
+                                    return result(INCOMPLETE)
+                                seen[k] = n
+                                parent.append(sid)
+                                sidx.append(i)
+                                n += 1
+                                nxt.append(t)
+                                if fpr.validating:
+                                    fpr.check(t)
+                                for name, ifn in invs:
+                                    if not ifn(p, t):
+                                        violated = name
+                                        bad_path = _path(parent, sidx, n - 1)
+                                        generated += i + 1
+                                        depth += 1
+                                        return result(VIOLATION)
+                            i += 1
+                except (SpecRaised, UsageError, KeyboardInterrupt):
+                    raise
+                except Exception as exc:
+                    raise _classify(spec, s, exc, invs, aprops) from exc
+                generated += i
+                if i == 0 and deadlock:
+                    violated = DEADLOCK
+                    bad_path = _path(parent, sidx, sid)
+                    return result(VIOLATION)
+            level_start += len(frontier)
+            frontier = nxt
+            if frontier:
+                depth += 1
+            if progress:
+                progress(LevelStats(depth, len(seen), generated, len(frontier), time.perf_counter() - started))
+    except KeyboardInterrupt:
+        reason = "interrupted"
+        return result(INCOMPLETE)
+    return result(OK)
+
+
+def _classify(spec: Spec, state: Any, exc: BaseException, invs: list, aprops: list) -> SpecRaised:
+    """Name the user's function that raised: an action on ``state``, or a property on a successor."""
+    culprit = _culprit(spec, state, exc)
+    if culprit.where != "an action":
+        return culprit
+    p = spec.p
+    for aname, fn in ((a.name, a.fn) for a in spec.actions()):
+        for label, t in fn(p, state):
+            for name, ifn in invs:
+                try:
+                    ifn(p, t)
+                except Exception as again:
+                    return SpecRaised(f"invariant {name}", t, again)
+            for name, pfn in aprops:
+                try:
+                    pfn(p, state, format_label(aname, label), t)
+                except Exception as again:
+                    return SpecRaised(f"action property {name}", state, again)
+    return SpecRaised("the fingerprint of a successor", state, exc)

@@ -1,0 +1,215 @@
+"""The command line: ``main(argv) -> int`` is the whole CLI, testable without a subprocess.
+
+Exit codes (a stable contract): 0 ok; 1 an invariant was violated; 2 bad invocation or input;
+3 the spec raised during exploration (or the engine failed); 4 incomplete (a bound or Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, Sequence
+
+from kafkamc import __version__
+from kafkamc.checker.result import INCOMPLETE, OK, VIOLATION, CheckResult, LevelStats
+from kafkamc.counterexamples.render import render_summary, render_trace, result_to_json
+from kafkamc.errors import KafkamcError, UsageError
+from kafkamc.spec.registry import build_spec, bundled_names, load_spec_class, select_properties
+
+__all__ = ["main", "main_entry", "EXIT_OK", "EXIT_VIOLATION", "EXIT_USAGE", "EXIT_SPEC_ERROR", "EXIT_INCOMPLETE"]
+
+EXIT_OK, EXIT_VIOLATION, EXIT_USAGE, EXIT_SPEC_ERROR, EXIT_INCOMPLETE = 0, 1, 2, 3, 4
+EXIT_FOR_RESULT = {OK: EXIT_OK, VIOLATION: EXIT_VIOLATION, INCOMPLETE: EXIT_INCOMPLETE}
+ENGINES = ("local", "spark")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and an exception instead of a printed exit."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer; allowed: a positive integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not allowed; allowed: a positive integer")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="kafkamc", description="Model checker for Apache Kafka's coordination protocols.")
+    parser.add_argument("--version", action="version", version=f"kafkamc {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    lst = sub.add_parser("list", help="list the bundled specs, their parameters and invariants")
+    lst.add_argument("--json", action="store_true", help="print one JSON object")
+    lst.set_defaults(run=_cmd_list)
+
+    chk = sub.add_parser("check", help="exhaustively check a spec's invariants (breadth-first)")
+    chk.add_argument("spec", help="a bundled spec name (see 'kafkamc list') or module:Class")
+    add_check_arguments(chk)
+    chk.set_defaults(run=_cmd_check)
+    return parser
+
+
+def add_check_arguments(chk: argparse.ArgumentParser) -> None:
+    """The options of ``check`` (shared with commands that run a check the same way)."""
+    chk.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
+                     help="set a spec parameter (repeatable)")
+    chk.add_argument("-i", "--invariant", action="append", default=[], metavar="NAME",
+                     help="check this invariant or action property (repeatable; 'all' for every one)")
+    chk.add_argument("--engine", default="local", choices=ENGINES, help="exploration engine (default: local)")
+    chk.add_argument("--master", default=None, help="Spark master URL (engine spark; default local[*])")
+    chk.add_argument("--partitions", type=_positive, default=None, help="Spark partitions P (engine spark)")
+    chk.add_argument("--max-depth", type=_positive, default=None, metavar="N", help="explore at most N levels")
+    chk.add_argument("--max-states", type=_positive, default=None, metavar="N", help="explore at most N states")
+    chk.add_argument("--symmetry", action="store_true", help="reduce by the spec's symmetry representative")
+    chk.add_argument("--deadlock", action="store_true", help="report a state with no successors as a violation")
+    chk.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
+    chk.add_argument("--out", metavar="DIR", default=None, help="write the counterexample to DIR")
+    chk.add_argument("--progress", action="store_true", help="print a progress line per level on stderr")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(args_list)
+        return int(args.run(args))
+    except KafkamcError as exc:
+        prefix = "error" if exc.exit_code == EXIT_USAGE else "the spec or engine failed"
+        print(f"kafkamc: {prefix}: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except SystemExit as exc:  # --help and --version
+        return exc.code if isinstance(exc.code, int) else 0
+
+
+def main_entry() -> None:
+    sys.exit(main())
+
+
+# -- list ------------------------------------------------------------------------------------
+
+
+def spec_catalogue() -> list[dict[str, Any]]:
+    out = []
+    for name in bundled_names():
+        cls = load_spec_class(name)
+        defaults = {p.name for p in cls.default_properties()}
+        out.append({
+            "name": cls.name,
+            "description": cls.description,
+            "parameters": [
+                {"name": p.name, "type": p.type.__name__, "default": p.default, "help": p.help,
+                 "allowed": list(p.choices) if p.choices is not None else None,
+                 "min": p.min, "max": p.max}
+                for p in cls.parameters
+            ],
+            "invariants": [
+                {"name": pr.name, "kind": pr.kind, "description": pr.description, "default": pr.name in defaults}
+                for pr in cls.properties()
+            ],
+        })
+    return out
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    catalogue = spec_catalogue()
+    if args.json:
+        print(json.dumps({"schema": 1, "specs": catalogue}, indent=2))
+        return EXIT_OK
+    for spec in catalogue:
+        print(f"{spec['name']}: {spec['description']}")
+        print("  parameters:")
+        for p in spec["parameters"]:
+            allowed = "|".join(_show(a) for a in p["allowed"]) if p["allowed"] is not None else (
+                f"{'' if p['min'] is None else p['min']}..{'' if p['max'] is None else p['max']}"
+                if p["type"] == "int" else ("true/false" if p["type"] == "bool" else "any")
+            )
+            print(f"    {p['name']} ({p['type']}, default {_show(p['default'])}, allowed {allowed}): {p['help']}")
+        print("  invariants (* = default):")
+        for inv in spec["invariants"]:
+            mark = "*" if inv["default"] else " "
+            kind = " [action property]" if inv["kind"] == "action" else ""
+            print(f"   {mark} {inv['name']}{kind}: {inv['description']}")
+    return EXIT_OK
+
+
+def _show(value: Any) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+# -- check -----------------------------------------------------------------------------------
+
+
+def run_check(args: argparse.Namespace, spec_ref: str) -> CheckResult:
+    """Resolve the spec, parameters and properties from ``args`` and run the chosen engine."""
+    spec = build_spec(spec_ref, args.param)
+    props = select_properties(type(spec), args.invariant)
+    show_progress = args.progress or (sys.stderr.isatty() and not args.json)
+    progress = _print_progress if show_progress else None
+    if args.engine == "spark":
+        try:
+            from kafkamc.checker.spark import explore_spark
+        except ImportError as exc:
+            raise UsageError(f"engine spark is not available: {exc}") from None
+        return explore_spark(
+            spec, props, master=args.master, partitions=args.partitions, max_depth=args.max_depth,
+            max_states=args.max_states, symmetry=args.symmetry, deadlock=args.deadlock, progress=progress,
+        )
+    if args.master is not None or args.partitions is not None:
+        raise UsageError("--master and --partitions apply only to --engine spark")
+    from kafkamc.checker.local import explore
+
+    return explore(
+        spec, props, max_depth=args.max_depth, max_states=args.max_states, symmetry=args.symmetry,
+        deadlock=args.deadlock, progress=progress,
+    )
+
+
+def _print_progress(stats: LevelStats) -> None:
+    rate = stats.states_generated / stats.seconds if stats.seconds > 0 else 0.0
+    print(
+        f"level {stats.level}: {stats.distinct_states:,} distinct, {stats.states_generated:,} generated, "
+        f"frontier {stats.frontier:,}, {stats.seconds:.1f} s, {rate:,.0f} states/s",
+        file=sys.stderr, flush=True,
+    )
+
+
+def write_trace_file(result: CheckResult, out_dir: str) -> str | None:
+    """Write ``DIR/<spec>-<invariant>.trace.json`` for a violation; returns the path written."""
+    if result.trace is None or result.violated is None:
+        return None
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, f"{_file_part(result.spec)}-{result.violated}.trace.json")
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(result_to_json(result), fh, indent=1)
+        fh.write("\n")
+    os.replace(tmp, path)
+    return path
+
+
+def _file_part(spec_name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in spec_name)
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    result = run_check(args, args.spec)
+    written = write_trace_file(result, args.out) if args.out else None
+    if args.json:
+        print(json.dumps(result_to_json(result)))
+    else:
+        print(render_summary(result))
+        if result.trace is not None:
+            print()
+            print(render_trace(result.trace))
+        if written:
+            print(f"\ncounterexample written to {written}")
+    return EXIT_FOR_RESULT[result.result]
