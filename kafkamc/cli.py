@@ -7,6 +7,8 @@ Exit codes (a stable contract): 0 ok; 1 an invariant was violated; 2 bad invocat
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import json
 import os
 import sys
@@ -23,6 +25,8 @@ __all__ = ["main", "main_entry", "EXIT_OK", "EXIT_VIOLATION", "EXIT_USAGE", "EXI
 EXIT_OK, EXIT_VIOLATION, EXIT_USAGE, EXIT_SPEC_ERROR, EXIT_INCOMPLETE = 0, 1, 2, 3, 4
 EXIT_FOR_RESULT = {OK: EXIT_OK, VIOLATION: EXIT_VIOLATION, INCOMPLETE: EXIT_INCOMPLETE}
 ENGINES = ("local", "spark")
+# Modules that add subcommands: each defines register(subparsers) and sets ``run`` on its parser.
+SUBCOMMAND_MODULES = ("kafkamc.gate", "kafkamc.counterexamples.cli")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -56,6 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
     chk.add_argument("spec", help="a bundled spec name (see 'kafkamc list') or module:Class")
     add_check_arguments(chk)
     chk.set_defaults(run=_cmd_check)
+    for module_name in SUBCOMMAND_MODULES:
+        if importlib.util.find_spec(module_name) is not None:
+            importlib.import_module(module_name).register(sub)
     return parser
 
 

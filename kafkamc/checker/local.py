@@ -2,9 +2,15 @@
 
 Per distinct state it keeps only a fingerprint, the index of its parent and the successor index
 that reached it; states themselves live only in the current and the next frontier. Levels are
-explored in order and, inside a level, states in discovery order, so the first violation found is
-at minimal depth and its path is the lexicographically smallest shortest path: the same trace on
-every run and, by construction, on every engine that follows the same rule.
+explored in order and, inside a level, states in discovery order.
+
+The rule every engine follows on a violation: the level in which it is found is completed (so the
+statistics count whole levels and do not depend on how a level is split across workers), then the
+first violation in breadth-first order is reported. Its path is the lexicographically smallest
+shortest path to a violating state, so it is the same trace on every run and on every engine. A
+level's round (expanding the states of level L) finds deadlocks of level-L states, violations of
+action properties on their transitions, and invariant violations of the new level-(L+1) states;
+a deadlock's trace is one state shorter and wins, otherwise the first in discovery order wins.
 """
 
 from __future__ import annotations
@@ -142,17 +148,21 @@ def explore(
         parent.append(-1)
         sidx.append(i)
         frontier.append(s)
-        bad = first_violation(s)
-        if bad is not None:
-            violated, bad_path = bad, _path(parent, sidx, len(parent) - 1)
-            return result(VIOLATION)
+        if violated is None:
+            bad = first_violation(s)
+            if bad is not None:
+                violated, bad_path = bad, _path(parent, sidx, len(parent) - 1)
     if progress:
         progress(LevelStats(1, len(seen), generated, len(frontier), time.perf_counter() - started))
+    if violated is not None:
+        return result(VIOLATION)
 
     try:
         while frontier:
             last_level = max_depth is not None and depth >= max_depth
             nxt: list[Any] = []
+            found: tuple[str, list[int]] | None = None
+            dead_found = False
             n = len(parent)
             for pos, s in enumerate(frontier):
                 if constraint is not None and not constraint(p, s):
@@ -166,12 +176,8 @@ def explore(
                             if aprops:
                                 flabel = format_label(aname, label)
                                 for pname, pfn in aprops:
-                                    if not pfn(p, s, flabel, t):
-                                        violated = pname
-                                        bad_path = _path(parent, sidx, sid) + [i]
-                                        generated += i + 1
-                                        depth += 1
-                                        return result(VIOLATION)
+                                    if found is None and not pfn(p, s, flabel, t):
+                                        found = (pname, _path(parent, sidx, sid) + [i])
                             if k not in seen:
                                 if last_level:
                                     reason = "max-depth"
@@ -188,29 +194,31 @@ def explore(
                                 nxt.append(t)
                                 if fpr.validating:
                                     fpr.check(t)
-                                for name, ifn in invs:
-                                    if not ifn(p, t):
-                                        violated = name
-                                        bad_path = _path(parent, sidx, n - 1)
-                                        generated += i + 1
-                                        depth += 1
-                                        return result(VIOLATION)
+                                if found is None:
+                                    for name, ifn in invs:
+                                        if not ifn(p, t):
+                                            found = (name, _path(parent, sidx, n - 1))
+                                            break
                             i += 1
                 except (SpecRaised, UsageError, KeyboardInterrupt):
                     raise
                 except Exception as exc:
                     raise _classify(spec, s, exc, invs, aprops) from exc
                 generated += i
-                if i == 0 and deadlock:
-                    violated = DEADLOCK
-                    bad_path = _path(parent, sidx, sid)
-                    return result(VIOLATION)
+                if i == 0 and deadlock and not dead_found:
+                    dead_found = True
+                    # Shorter than anything else this round can find, so it wins.
+                    found = (DEADLOCK, _path(parent, sidx, sid))
             level_start += len(frontier)
             frontier = nxt
             if frontier:
                 depth += 1
             if progress:
                 progress(LevelStats(depth, len(seen), generated, len(frontier), time.perf_counter() - started))
+            if found is not None:
+                violated, bad_path = found
+                depth = max(depth, len(bad_path))
+                return result(VIOLATION)
     except KeyboardInterrupt:
         reason = "interrupted"
         return result(INCOMPLETE)
