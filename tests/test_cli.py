@@ -167,6 +167,6 @@ def test_readme_spec_example_runs_as_written(tmp_path, capsys, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     exit_code, out, _ = run(capsys, "check", "mymodels.bounded_counter:BoundedCounter", "-p", "limit=2", "--json")
     doc = json.loads(out)
-    assert exit_code == 1 and doc["violated"] == "hw-below-limit" and len(doc["trace"]) == 4
+    assert exit_code == 1 and doc["violated"] == "hw-below-limit" and len(doc["trace"]) == 5
     exit_code, out, _ = run(capsys, "check", "mymodels.bounded_counter:BoundedCounter", "-p", "limit=5", "--json")
     assert exit_code == 0 and json.loads(out)["result"] == "ok"
