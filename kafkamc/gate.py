@@ -1,0 +1,767 @@
+"""``kafkamc gate``: run the checks a config file lists and compare each verdict with its expectation.
+
+A team pins, in ``kafkamc.toml`` (or ``[tool.kafkamc]`` in ``pyproject.toml``), which invariants
+must hold for which models and which known-bad variants must keep failing; a model that stops
+finding a known bug has lost its teeth, and CI should say so. See docs/ci-gate.md for the format.
+
+Exit codes: 0 every expectation is met; 1 at least one is not (including a check whose spec or
+engine raised, and a run interrupted with Ctrl-C); 2 the config is bad (unknown key, spec,
+parameter or invariant, a value of the wrong type), reported as ``FILE:LINE: message``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import os
+import re
+import socket
+import sys
+import time
+import tomllib
+import traceback
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Sequence
+
+from kafkamc.checker.result import DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult
+from kafkamc.counterexamples.render import render_summary, render_trace, result_to_json
+from kafkamc.errors import KafkamcError, UsageError
+from kafkamc.invariants.api import Property
+from kafkamc.spec.api import Spec
+from kafkamc.spec.registry import build_spec, load_spec_class
+
+__all__ = [
+    "register", "run_gate", "load_config", "GateConfig", "Check", "Outcome", "evaluate", "junit_xml",
+    "CONFIG_FILE", "EXPECTATIONS",
+]
+
+CONFIG_FILE = "kafkamc.toml"
+PYPROJECT = "pyproject.toml"
+EXPECTATIONS = ("hold", "violate")
+ENGINES = ("local", "spark")
+JSON_SCHEMA = 1
+
+# Keys of a check, with their TOML types. "spec" and "expect" are required.
+_CHECK_KEYS: dict[str, tuple[type, ...]] = {
+    "spec": (str,),
+    "description": (str,),
+    "params": (dict,),
+    "invariants": (list, str),
+    "engine": (str,),
+    "master": (str,),
+    "partitions": (int,),
+    "max_depth": (int,),
+    "max_states": (int,),
+    "symmetry": (bool,),
+    "deadlock": (bool,),
+    "expect": (str,),
+    "violated": (str,),
+    "max_trace_length": (int,),
+    "distinct_states": (int,),
+    "depth": (int,),
+    "allow_incomplete": (bool,),
+}
+# Keys a [defaults] table may set for every check (a check's own value wins).
+_DEFAULT_KEYS = (
+    "engine", "master", "partitions", "max_depth", "max_states", "symmetry", "deadlock", "allow_incomplete",
+)
+_POSITIVE = ("partitions", "max_depth", "max_states", "max_trace_length", "depth")
+_NON_NEGATIVE = ("distinct_states",)
+_TOP_KEYS = ("checks", "defaults")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+# -- locating keys in the file (tomllib reports no positions) -------------------------------------
+
+_BARE = r"[A-Za-z0-9_-]+"
+_QUOTED = r"\"(?:[^\"\\]|\\.)*\"|'[^']*'"
+_KEY = rf"(?:{_BARE}|{_QUOTED})"
+_DOTTED = re.compile(rf"\s*({_KEY}(?:\s*\.\s*{_KEY})*)\s*")
+_PART = re.compile(rf"\s*({_KEY})\s*(?:\.|$)")
+
+
+def _split_key(text: str) -> tuple[str, ...] | None:
+    parts = []
+    pos = 0
+    text = text.strip()
+    while pos < len(text):
+        m = _PART.match(text, pos)
+        if m is None:
+            return None
+        part = m.group(1)
+        if part[0] in "\"'":
+            part = part[1:-1]
+        parts.append(part)
+        pos = m.end()
+    return tuple(parts) if parts else None
+
+
+class _Lines:
+    """Line numbers of the keys of a TOML text, found by scanning it (tables, dotted keys, one
+    level of inline tables). Good enough to point a person at the right line; never authoritative."""
+
+    def __init__(self, text: str) -> None:
+        self.lines = text.splitlines()
+        self.index: dict[tuple[str, ...], int] = {}
+        table: tuple[str, ...] = ()
+        for n, raw in enumerate(self.lines, start=1):
+            s = raw.strip()
+            if not s or s.startswith("#"):
+                continue
+            if s.startswith("["):
+                inner = s[2:s.find("]]")] if s.startswith("[[") else s[1:s.find("]")]
+                keys = _split_key(inner)
+                if keys is not None:
+                    table = keys
+                    self.index.setdefault(table, n)
+                continue
+            eq = _assignment(s)
+            if eq is None:
+                continue
+            keys = _split_key(s[:eq])
+            if keys is None:
+                continue
+            path = table + keys
+            self.index.setdefault(path, n)
+            rest = s[eq + 1:].lstrip()
+            if rest.startswith("{"):
+                for m in re.finditer(rf"[{{,]\s*({_KEY}(?:\s*\.\s*{_KEY})*)\s*=", rest):
+                    sub = _split_key(m.group(1))
+                    if sub is not None:
+                        self.index.setdefault(path + sub, n)
+
+    def line(self, path: Sequence[str]) -> int | None:
+        """The line of ``path``, or of its nearest enclosing key that the scan found."""
+        path = tuple(path)
+        while path:
+            if path in self.index:
+                return self.index[path]
+            path = path[:-1]
+        return None
+
+    def value_line(self, path: Sequence[str], value: str) -> int | None:
+        """The line, at or after ``path``'s, where the string ``value`` is written (arrays)."""
+        start = self.line(path)
+        if start is None:
+            return None
+        quoted = (f'"{value}"', f"'{value}'")
+        for n in range(start, min(start + 200, len(self.lines)) + 1):
+            if any(q in self.lines[n - 1] for q in quoted):
+                return n
+        return start
+
+
+def _assignment(s: str) -> int | None:
+    """Index of the ``=`` of a ``key = value`` line (outside quoted keys), or None."""
+    m = _DOTTED.match(s)
+    if m is None or m.end() >= len(s) or s[m.end()] != "=":
+        return None
+    return m.end()
+
+
+# -- the config ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Check:
+    """One named check, resolved and validated: ready to run."""
+
+    name: str
+    spec_ref: str
+    spec: Spec
+    properties: tuple[Property, ...]
+    expect: str
+    line: int | None = None
+    description: str = ""
+    engine: str = "local"
+    master: str | None = None
+    partitions: int | None = None
+    max_depth: int | None = None
+    max_states: int | None = None
+    symmetry: bool = False
+    deadlock: bool = False
+    violated: str | None = None
+    max_trace_length: int | None = None
+    distinct_states: int | None = None
+    depth: int | None = None
+    allow_incomplete: bool = False
+
+    @property
+    def expectation(self) -> str:
+        """Short text of what is expected, e.g. ``violate strong-isr, trace<=9``."""
+        if self.expect == "hold":
+            text = "hold" + (" (bounded ok)" if self.allow_incomplete else "")
+        else:
+            text = "violate" + (f" {self.violated}" if self.violated else "")
+            if self.max_trace_length is not None:
+                text += f", trace<={self.max_trace_length}"
+        if self.distinct_states is not None:
+            text += f", states={self.distinct_states:,}"
+        if self.depth is not None:
+            text += f", depth={self.depth}"
+        return text
+
+
+@dataclass
+class GateConfig:
+    path: str
+    checks: list[Check]
+
+
+class _Source:
+    """The parsed file plus what is needed to name a line in an error."""
+
+    def __init__(self, path: str, text: str, root: tuple[str, ...]) -> None:
+        self.path = path
+        self.root = root
+        self.lines = _Lines(text)
+
+    def where(self, *path: str, value: str | None = None) -> str:
+        full = self.root + tuple(path)
+        n = self.lines.value_line(full, value) if value is not None else self.lines.line(full)
+        return f"{self.path}:{n}" if n is not None else self.path
+
+    def error(self, message: str, *path: str, value: str | None = None) -> UsageError:
+        return UsageError(f"{self.where(*path, value=value)}: {message}")
+
+
+def find_config(path: str | None) -> str:
+    """The config file: ``path`` if given, else ./kafkamc.toml, else ./pyproject.toml with [tool.kafkamc]."""
+    if path is not None:
+        if not os.path.isfile(path):
+            raise UsageError(f"config file {path!r} does not exist")
+        return path
+    if os.path.isfile(CONFIG_FILE):
+        return CONFIG_FILE
+    if os.path.isfile(PYPROJECT):
+        try:
+            with open(PYPROJECT, "rb") as fh:
+                data = tomllib.load(fh)
+        except (OSError, tomllib.TOMLDecodeError):
+            data = {}
+        if isinstance(data.get("tool"), dict) and "kafkamc" in data["tool"]:
+            return PYPROJECT
+    raise UsageError(
+        f"no {CONFIG_FILE} here and no [tool.kafkamc] in {PYPROJECT}; write one (see docs/ci-gate.md) "
+        "or pass --config FILE"
+    )
+
+
+def load_config(path: str) -> GateConfig:
+    """Parse and validate the whole config; every mistake is a UsageError naming FILE:LINE."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raise UsageError(f"cannot read config file {path!r}: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+        data = tomllib.loads(text)
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        m = re.search(r"\(at line (\d+), column \d+\)", str(exc))
+        where = f"{path}:{m.group(1)}" if m else path
+        raise UsageError(f"{where}: invalid TOML: {exc}") from None
+
+    root: tuple[str, ...] = ()
+    if os.path.basename(path) == PYPROJECT:
+        tool = data.get("tool")
+        if not isinstance(tool, dict) or "kafkamc" not in tool:
+            raise UsageError(f"{path}: has no [tool.kafkamc] table")
+        data = tool["kafkamc"]
+        root = ("tool", "kafkamc")
+        if not isinstance(data, dict):
+            raise UsageError(f"{_Source(path, text, ()).where('tool', 'kafkamc')}: tool.kafkamc must be a table")
+    src = _Source(path, text, root)
+
+    for key in data:
+        if key not in _TOP_KEYS:
+            raise src.error(f"unknown key {key!r}; allowed: {', '.join(_TOP_KEYS)}", key)
+    defaults = data.get("defaults", {})
+    if not isinstance(defaults, dict):
+        raise src.error("'defaults' must be a table", "defaults")
+    for key, value in defaults.items():
+        if key not in _DEFAULT_KEYS:
+            raise src.error(f"unknown key {key!r} in [defaults]; allowed: {', '.join(_DEFAULT_KEYS)}",
+                            "defaults", key)
+        _check_type(src, ("defaults", key), key, value)
+    checks_table = data.get("checks")
+    if checks_table is None or checks_table == {}:
+        raise src.error("defines no checks; add a table [checks.NAME] with spec and expect")
+    if not isinstance(checks_table, dict):
+        raise src.error("'checks' must be a table of named checks, e.g. [checks.my-check]", "checks")
+
+    checks = []
+    config_dir = os.path.dirname(os.path.abspath(path))
+    for name, body in checks_table.items():
+        if not _NAME.match(name):
+            raise src.error(
+                f"check name {name!r} is not allowed; use letters, digits, '.', '_' and '-'", "checks", name
+            )
+        if not isinstance(body, dict):
+            raise src.error(f"check {name!r} must be a table", "checks", name)
+        checks.append(_load_check(src, name, body, defaults, config_dir))
+    return GateConfig(path=path, checks=checks)
+
+
+def _check_type(src: _Source, path: tuple[str, ...], key: str, value: Any) -> None:
+    types = _CHECK_KEYS[key]
+    ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
+    if not ok:
+        names = " or ".join({"str": "a string", "int": "an integer", "bool": "true or false",
+                             "dict": "a table", "list": "an array"}[t.__name__] for t in types)
+        raise src.error(f"{key} = {value!r} has the wrong type; allowed: {names}", *path)
+    if key in _POSITIVE and value < 1:
+        raise src.error(f"{key} = {value} is not allowed; allowed: a positive integer", *path)
+    if key in _NON_NEGATIVE and value < 0:
+        raise src.error(f"{key} = {value} is not allowed; allowed: a non-negative integer", *path)
+
+
+def _load_check(src: _Source, name: str, body: dict[str, Any], defaults: dict[str, Any], config_dir: str) -> Check:
+    here = ("checks", name)
+    origin: dict[str, tuple[str, ...]] = {}
+    merged: dict[str, Any] = {}
+    for key, value in defaults.items():
+        merged[key] = value
+        origin[key] = ("defaults", key)
+    for key, value in body.items():
+        if key not in _CHECK_KEYS:
+            raise src.error(
+                f"unknown key {key!r} in check {name!r}; allowed: {', '.join(_CHECK_KEYS)}", *here, key
+            )
+        _check_type(src, here + (key,), key, value)
+        merged[key] = value
+        origin[key] = here + (key,)
+
+    def err(message: str, key: str | None = None, value: str | None = None) -> UsageError:
+        return src.error(f"check {name!r}: {message}", *(origin.get(key, here) if key else here), value=value)
+
+    for required in ("spec", "expect"):
+        if required not in merged:
+            raise err(f"missing key {required!r}")
+    expect = merged["expect"]
+    if expect not in EXPECTATIONS:
+        raise err(f"expect = {expect!r} is not allowed; allowed: {', '.join(EXPECTATIONS)}", "expect")
+    if expect == "hold":
+        for key in ("violated", "max_trace_length"):
+            if key in merged:
+                raise err(f"{key} applies only to expect = \"violate\"", key)
+    elif "allow_incomplete" in body:
+        raise err("allow_incomplete applies only to expect = \"hold\" (an incomplete run never violates)",
+                  "allow_incomplete")
+
+    # A module:Class spec is looked up next to the config file too, as a test runner would.
+    if config_dir not in sys.path:
+        sys.path.insert(0, config_dir)
+    ref = merged["spec"]
+    try:
+        cls = load_spec_class(ref)
+    except UsageError as exc:
+        raise err(str(exc), "spec") from None
+
+    params = dict(merged.get("params", {}))
+    known = {prm.name: prm for prm in cls.parameters}
+    for pname, value in params.items():
+        ploc = origin["params"] + (pname,)
+        if pname not in known:
+            allowed = ", ".join(known) or "none"
+            raise src.error(f"check {name!r}: unknown parameter {pname!r} for spec {cls.name}; allowed: {allowed}",
+                            *ploc)
+        prm = known[pname]
+        if prm.type is str and isinstance(value, int) and not isinstance(value, bool):
+            value = params[pname] = str(value)  # acks = 1 means acks = "1"
+        if isinstance(value, (dict, list)):
+            raise src.error(f"check {name!r}: parameter {pname} must be a single value; allowed: {prm.allowed()}",
+                            *ploc)
+        try:
+            prm.validate(value)
+        except UsageError as exc:
+            raise src.error(f"check {name!r}: {exc}", *ploc) from None
+    try:
+        spec = build_spec(ref, params)
+    except UsageError as exc:
+        raise err(str(exc), "params" if "params" in merged else "spec") from None
+
+    inv = merged.get("invariants")
+    if inv is None:
+        props = tuple(cls.default_properties())
+    else:
+        names = [inv] if isinstance(inv, str) else inv
+        if not names:
+            raise err("invariants is empty; omit it for the spec's defaults, or use \"all\"", "invariants")
+        chosen: list[Property] = []
+        for iname in names:
+            if not isinstance(iname, str):
+                raise err(f"invariants must be names (strings); got {iname!r}", "invariants")
+            if iname == "all":
+                chosen.extend(p for p in cls.properties() if p not in chosen)
+                continue
+            try:
+                prop = cls.property_named(iname)
+            except UsageError as exc:
+                raise src.error(f"check {name!r}: {exc}", *origin["invariants"], value=iname) from None
+            if prop not in chosen:
+                chosen.append(prop)
+        props = tuple(chosen)
+
+    deadlock = merged.get("deadlock", False)
+    violated = merged.get("violated")
+    if violated is not None:
+        checked = [p.name for p in props] + ([DEADLOCK] if deadlock else [])
+        if violated not in checked:
+            raise err(f"violated = {violated!r} is not among the properties this check checks; "
+                      f"allowed: {', '.join(checked)}", "violated")
+
+    engine = merged.get("engine", "local")
+    if engine not in ENGINES:
+        raise err(f"engine = {engine!r} is not allowed; allowed: {', '.join(ENGINES)}", "engine")
+    if engine != "spark":
+        for key in ("master", "partitions"):
+            if key in merged:
+                raise err(f"{key} applies only to engine = \"spark\"", key)
+    symmetry = merged.get("symmetry", False)
+    if symmetry and cls.symmetry is None:
+        raise err(f"symmetry = true: spec {cls.name} declares no symmetry hook", "symmetry")
+
+    return Check(
+        name=name, spec_ref=ref, spec=spec, properties=props, expect=expect, line=src.lines.line(src.root + here),
+        description=merged.get("description", ""), engine=engine, master=merged.get("master"),
+        partitions=merged.get("partitions"), max_depth=merged.get("max_depth"),
+        max_states=merged.get("max_states"), symmetry=symmetry, deadlock=deadlock, violated=violated,
+        max_trace_length=merged.get("max_trace_length"), distinct_states=merged.get("distinct_states"),
+        depth=merged.get("depth"), allow_incomplete=merged.get("allow_incomplete", False),
+    )
+
+
+def select_checks(checks: list[Check], only: Sequence[str] | None) -> list[Check]:
+    """The checks named by ``--only`` (exact names or shell patterns), in config order."""
+    if not only:
+        return list(checks)
+    names = [c.name for c in checks]
+    wanted: set[str] = set()
+    for pattern in only:
+        matched = fnmatch.filter(names, pattern)
+        if not matched:
+            raise UsageError(f"--only {pattern!r} matches no check; allowed: {', '.join(names)}")
+        wanted.update(matched)
+    return [c for c in checks if c.name in wanted]
+
+
+# -- running and judging -----------------------------------------------------------------------
+
+PASS, FAIL, ERROR, SKIPPED = "pass", "fail", "error", "skipped"
+
+
+@dataclass
+class Outcome:
+    check: Check
+    status: str  # pass | fail | error | skipped
+    result: CheckResult | None
+    seconds: float
+    problems: list[str] = field(default_factory=list)
+    error: str | None = None
+    files: list[str] = field(default_factory=list)
+
+    @property
+    def met(self) -> bool:
+        return self.status == PASS
+
+    @property
+    def verdict(self) -> str:
+        """What the engine said, short: ``ok``, ``violation strong-isr (9 states)``, ``incomplete``."""
+        if self.status == SKIPPED:
+            return "skipped"
+        if self.result is None:
+            return "error"
+        r = self.result
+        if r.result == VIOLATION:
+            length = len(r.trace) if r.trace is not None else 0
+            return f"violation {r.violated} ({length} states)"
+        if r.result == INCOMPLETE:
+            return f"incomplete ({r.reason or 'bounded'})"
+        return r.result
+
+    @property
+    def message(self) -> str:
+        if self.error is not None:
+            return self.error
+        return "; ".join(self.problems)
+
+
+def evaluate(check: Check, result: CheckResult) -> list[str]:
+    """Why ``result`` does not meet ``check``'s expectation (empty: it does)."""
+    problems = []
+    checked = ", ".join(result.invariants) or "no invariants"
+    if check.expect == "hold":
+        if result.result == VIOLATION:
+            length = len(result.trace) if result.trace is not None else 0
+            problems.append(f"expected {checked} to hold, but {result.violated} is violated "
+                            f"(counterexample of {length} states)")
+        elif result.result == INCOMPLETE and not check.allow_incomplete:
+            problems.append(f"expected {checked} to hold, but the run is incomplete "
+                            f"({result.reason or 'a bound was reached'}) after {result.distinct_states:,} "
+                            "distinct states; raise the bound, or set allow_incomplete = true")
+    else:
+        if result.result == OK:
+            problems.append(f"expected a violation{' of ' + check.violated if check.violated else ''}, "
+                            f"but every reachable state satisfies {checked}: the model no longer finds the bug")
+        elif result.result == INCOMPLETE:
+            problems.append(f"expected a violation{' of ' + check.violated if check.violated else ''}, "
+                            f"but none was found before the run stopped ({result.reason or 'a bound was reached'})")
+        else:
+            length = len(result.trace) if result.trace is not None else 0
+            if check.violated is not None and result.violated != check.violated:
+                problems.append(f"expected {check.violated} to be violated, but the first violation found is "
+                                f"{result.violated}")
+            if check.max_trace_length is not None and length > check.max_trace_length:
+                problems.append(f"expected a counterexample of at most {check.max_trace_length} states, "
+                                f"got {length}")
+    if check.distinct_states is not None and result.distinct_states != check.distinct_states:
+        problems.append(f"expected exactly {check.distinct_states:,} distinct states, got {result.distinct_states:,}")
+    if check.depth is not None and result.depth != check.depth:
+        problems.append(f"expected depth {check.depth}, got {result.depth}")
+    return problems
+
+
+def _explore(check: Check) -> CheckResult:
+    kwargs = dict(max_depth=check.max_depth, max_states=check.max_states, symmetry=check.symmetry,
+                  deadlock=check.deadlock)
+    if check.engine == "spark":
+        from kafkamc.checker.spark import explore_spark
+
+        return explore_spark(check.spec, check.properties, master=check.master, partitions=check.partitions,
+                             **kwargs)
+    from kafkamc.checker.local import explore
+
+    return explore(check.spec, check.properties, **kwargs)
+
+
+def run_check(check: Check) -> Outcome:
+    """Run one check. A spec or engine that raises makes the check an error (the gate fails), not
+    the gate: the other checks still run and are reported."""
+    started = time.perf_counter()
+    try:
+        result = _explore(check)
+    except KafkamcError as exc:
+        return Outcome(check, ERROR, None, time.perf_counter() - started,
+                       error=f"{type(exc).__name__}: {exc}")
+    except ImportError as exc:
+        return Outcome(check, ERROR, None, time.perf_counter() - started,
+                       error=f"engine {check.engine} is not available: {exc}")
+    except Exception as exc:  # a bug in an engine or spec: report it and go on with the others
+        tb = traceback.format_exc(limit=-3)
+        return Outcome(check, ERROR, None, time.perf_counter() - started,
+                       error=f"{type(exc).__name__}: {exc}\n{tb}")
+    seconds = time.perf_counter() - started
+    problems = evaluate(check, result)
+    if result.result == INCOMPLETE and result.reason == "interrupted":
+        problems.insert(0, "interrupted (Ctrl-C)")
+    return Outcome(check, FAIL if problems else PASS, result, seconds, problems=problems)
+
+
+def write_counterexamples(outcome: Outcome, out_dir: str) -> list[str]:
+    """JSON (always), ITF and HTML (when those writers are installed) into ``out_dir/<check>/``."""
+    result = outcome.result
+    if result is None or result.trace is None or result.violated is None:
+        return []
+    from kafkamc.cli import write_trace_file
+
+    where = os.path.join(out_dir, outcome.check.name)
+    files = []
+    path = write_trace_file(result, where)
+    if path:
+        files.append(path)
+    stem = os.path.join(where, f"{_file_part(result.spec)}-{result.violated}")
+    for module, fn_name, target in (
+        ("kafkamc.counterexamples.itf", "write_itf", where),
+        ("kafkamc.counterexamples.html", "write_html", stem + ".html"),
+    ):
+        try:
+            writer = getattr(__import__(module, fromlist=[fn_name]), fn_name)
+        except (ImportError, AttributeError):
+            continue  # that format is not part of this installation
+        try:
+            written = writer(result, target)
+        except Exception as exc:  # an artifact writer must not turn a verdict into a crash
+            print(f"kafkamc gate: warning: {fn_name} failed for check {outcome.check.name}: {exc}", file=sys.stderr)
+            continue
+        if isinstance(written, str):
+            files.append(written)
+        elif written is None and fn_name == "write_html" and os.path.exists(target):
+            files.append(target)
+    return files
+
+
+def _file_part(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in text)
+
+
+# -- reporting -----------------------------------------------------------------------------------
+
+
+def _line(outcome: Outcome, width: int, ewidth: int) -> str:
+    c = outcome.check
+    label = {PASS: "PASS", FAIL: "FAIL", ERROR: "ERROR", SKIPPED: "SKIP"}[outcome.status]
+    states = f"{outcome.result.distinct_states:>9,}" if outcome.result is not None else f"{'-':>9}"
+    return (f"{label:<5} {c.name:<{width}}  expect {c.expectation:<{ewidth}}  got {outcome.verdict:<30} "
+            f"{states} states {outcome.seconds:6.1f} s")
+
+
+def _details(outcome: Outcome) -> str:
+    """Readable text for JUnit's system-out: the engine's summary and any counterexample."""
+    parts = []
+    c = outcome.check
+    parts.append(f"check {c.name}: spec {c.spec_ref}, expect {c.expectation}")
+    if c.description:
+        parts.append(c.description)
+    if outcome.result is not None:
+        parts.append(render_summary(outcome.result))
+        if outcome.result.trace is not None:
+            parts.append("counterexample:\n" + render_trace(outcome.result.trace))
+    if outcome.files:
+        parts.append("written: " + ", ".join(outcome.files))
+    return "\n\n".join(parts) + "\n"
+
+
+def junit_xml(outcomes: list[Outcome], config_path: str, seconds: float) -> ET.ElementTree:
+    """One <testsuite> with a <testcase> per check: <failure> for an expectation not met, <error>
+    for a check whose spec or engine raised, <skipped> for checks not run after Ctrl-C."""
+    failures = sum(o.status == FAIL for o in outcomes)
+    errors = sum(o.status == ERROR for o in outcomes)
+    skipped = sum(o.status == SKIPPED for o in outcomes)
+    counts = {"tests": str(len(outcomes)), "failures": str(failures), "errors": str(errors),
+              "skipped": str(skipped), "time": f"{seconds:.3f}"}
+    suites = ET.Element("testsuites", {"name": "kafkamc gate", **counts})
+    suite = ET.SubElement(suites, "testsuite", {
+        "name": f"kafkamc gate ({os.path.basename(config_path)})", **counts,
+        "timestamp": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S"),
+        "hostname": socket.gethostname(),
+    })
+    props = ET.SubElement(suite, "properties")
+    ET.SubElement(props, "property", {"name": "config", "value": config_path})
+    for o in outcomes:
+        c = o.check
+        case = ET.SubElement(suite, "testcase", {
+            "classname": f"kafkamc.gate.{_file_part(c.spec.name)}", "name": c.name, "time": f"{o.seconds:.3f}",
+            "file": config_path, **({"line": str(c.line)} if c.line is not None else {}),
+        })
+        if o.status == FAIL:
+            el = ET.SubElement(case, "failure", {"message": o.message, "type": "ExpectationNotMet"})
+            el.text = "\n".join(o.problems) + "\n"
+        elif o.status == ERROR:
+            first = (o.error or "").splitlines()[0] if o.error else "error"
+            el = ET.SubElement(case, "error", {"message": first, "type": "SpecOrEngineError"})
+            el.text = (o.error or "") + "\n"
+        elif o.status == SKIPPED:
+            ET.SubElement(case, "skipped", {"message": "not run: the gate was interrupted"})
+        out = ET.SubElement(case, "system-out")
+        out.text = _details(o)
+    ET.indent(suites)
+    return ET.ElementTree(suites)
+
+
+def _outcome_json(o: Outcome) -> dict[str, Any]:
+    c = o.check
+    return {
+        "name": c.name,
+        "spec": c.spec_ref,
+        "params": c.spec.p.as_dict(),
+        "invariants": [p.name for p in c.properties],
+        "engine": c.engine,
+        "expect": c.expect,
+        "violated": c.violated,
+        "max_trace_length": c.max_trace_length,
+        "distinct_states": c.distinct_states,
+        "depth": c.depth,
+        "allow_incomplete": c.allow_incomplete,
+        "status": o.status,
+        "met": o.met,
+        "message": o.message or None,
+        "seconds": round(o.seconds, 3),
+        "result": result_to_json(o.result) if o.result is not None else None,
+        "files": o.files,
+    }
+
+
+def run_gate(config: GateConfig, checks: list[Check], *, out_dir: str | None = None, junit: str | None = None,
+             as_json: bool = False, stream=None) -> int:
+    """Run ``checks`` and report; returns the exit code (0 all met, 1 otherwise)."""
+    stream = stream or sys.stdout
+    width = max([len(c.name) for c in checks] + [4])
+    ewidth = max([len(c.expectation) for c in checks] + [4])
+    started = time.perf_counter()
+    outcomes: list[Outcome] = []
+    interrupted = False
+    for check in checks:
+        if interrupted:
+            outcomes.append(Outcome(check, SKIPPED, None, 0.0, error="not run: the gate was interrupted"))
+            continue
+        try:
+            outcome = run_check(check)
+        except KeyboardInterrupt:
+            outcome = Outcome(check, ERROR, None, 0.0, error="interrupted (Ctrl-C)")
+        if (outcome.result is not None and outcome.result.reason == "interrupted") or (
+            outcome.error == "interrupted (Ctrl-C)"
+        ):
+            interrupted = True
+        if out_dir is not None:
+            outcome.files = write_counterexamples(outcome, out_dir)
+        outcomes.append(outcome)
+        if not as_json:
+            print(_line(outcome, width, ewidth), file=stream, flush=True)
+            if outcome.status in (FAIL, ERROR):
+                for text in (outcome.problems or [outcome.error or ""]):
+                    for line in text.rstrip().splitlines():
+                        print(f"      {line}", file=stream)
+                stream.flush()
+    seconds = time.perf_counter() - started
+    passed = sum(o.status == PASS for o in outcomes)
+    bad = [o.check.name for o in outcomes if o.status != PASS]
+    if junit:
+        parent = os.path.dirname(os.path.abspath(junit))
+        os.makedirs(parent, exist_ok=True)
+        junit_xml(outcomes, config.path, seconds).write(junit, encoding="utf-8", xml_declaration=True)
+    if as_json:
+        print(json.dumps({
+            "schema": JSON_SCHEMA,
+            "config": config.path,
+            "passed": not bad,
+            "checks": [_outcome_json(o) for o in outcomes],
+            "summary": {"checks": len(outcomes), "passed": passed, "failed": len(bad), "seconds": round(seconds, 3)},
+        }), file=stream)
+    else:
+        verdict = "all expectations met" if not bad else f"{len(bad)} not met: {', '.join(bad)}"
+        print(f"gate: {len(outcomes)} checks, {passed} passed, {verdict} ({seconds:.1f} s)", file=stream)
+        if out_dir is not None and any(o.files for o in outcomes):
+            print(f"counterexamples written under {out_dir}", file=stream)
+    return 0 if not bad else 1
+
+
+# -- the subcommand --------------------------------------------------------------------------------
+
+
+def register(subparsers: Any) -> None:
+    gate = subparsers.add_parser(
+        "gate", help="run the checks of kafkamc.toml and compare each verdict with its expectation (for CI)",
+        description="Run every check of the config (kafkamc.toml, or [tool.kafkamc] in pyproject.toml) and "
+                    "exit 0 when every expectation is met, 1 when any is not, 2 for a bad config.",
+    )
+    gate.add_argument("--config", metavar="FILE", default=None,
+                      help="config file (default: ./kafkamc.toml, else [tool.kafkamc] in ./pyproject.toml)")
+    gate.add_argument("--only", metavar="NAME", action="append", default=[],
+                      help="run only this check (repeatable; shell patterns such as 'replication-*' allowed)")
+    gate.add_argument("--junit", metavar="FILE", default=None, help="write JUnit XML to FILE")
+    gate.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
+    gate.add_argument("--out", metavar="DIR", default=None,
+                      help="write each counterexample (JSON, and ITF/HTML where available) to DIR/<check>/")
+    gate.set_defaults(run=_cmd_gate)
+
+
+def _cmd_gate(args: argparse.Namespace) -> int:
+    config = load_config(find_config(args.config))
+    checks = select_checks(config.checks, args.only)
+    return run_gate(config, checks, out_dir=args.out, junit=args.junit, as_json=args.json)
