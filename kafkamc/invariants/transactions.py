@@ -1,0 +1,221 @@
+"""Invariants of the ``transactions`` spec (Kafka exactly-once transactions, KIP-98 and KIP-890).
+
+They read the data partitions' logs together with ghost fields the model keeps and Kafka does
+not: each data batch remembers the client transaction it was sent in and the producer instance
+that sent it, each marker the client transaction that opened the coordinator transaction it
+ends and the highest epoch InitProducerId had returned when it was written. A data batch belongs
+to the partition transaction that the next marker of its log closes (one producer id per log).
+"""
+
+from __future__ import annotations
+
+from kafkamc.invariants.api import action_property, invariant
+
+__all__ = [
+    "atomicity", "client_commit_truth", "zombie_fencing", "no_hanging_transaction",
+    "no_cross_transaction_leak", "read_committed_isolation", "valid_coordinator_transitions",
+    "no_duplicate_append",
+]
+
+# EntryKind and TxnState values of kafkamc.spec.transactions (IntEnums compare equal to ints;
+# importing the spec module here would be circular).
+_DATA, _COMMIT, _ABORT = 0, 1, 2
+_ONGOING, _PREPARE_COMMIT, _PREPARE_ABORT, _PREPARE_EPOCH_FENCE = 1, 2, 3, 7
+
+
+def _closing_markers(log):
+    """For each offset, the marker entry that closes it (None for a data batch still open)."""
+    out = [None] * len(log)
+    closing = None
+    for k in range(len(log) - 1, -1, -1):
+        entry = log[k]
+        if entry.kind == _DATA:
+            out[k] = closing
+        else:
+            closing = entry
+    return out
+
+
+@invariant("atomicity", "no client transaction has a batch committed on one partition and one aborted on another")
+def atomicity(p, s) -> bool:
+    """KIP-98 atomic multi-partition writes: a transaction's batches share one outcome."""
+    outcome: dict[int, int] = {}
+    for d in s.partitions:
+        log = d.log
+        if not log:
+            continue
+        for entry, marker in zip(log, _closing_markers(log)):
+            if marker is None:
+                continue
+            seen = outcome.setdefault(entry.txn, marker.kind)
+            if seen != marker.kind:
+                return False
+    return True
+
+
+@invariant("client-commit-truth", "if EndTxn(COMMIT) returned success, every batch acked in that transaction is committed")
+def client_commit_truth(p, s) -> bool:
+    """An acknowledged batch of a transaction whose commit succeeded is in the log and not aborted.
+
+    Committed in safety form: its markers may still be on their way, but no ABORT closes it.
+    KAFKA-6119 (fixed in 1.1) broke this: a timed-out transaction was aborted without an epoch
+    bump, the producer carried on in a new coordinator transaction and its commit succeeded.
+    """
+    for txn, part in s.commits:
+        log = s.partitions[part - 1].log
+        found = False
+        for entry, marker in zip(log, _closing_markers(log)):
+            if entry.kind == _DATA and entry.txn == txn:
+                found = True
+                if marker is not None and marker.kind == _ABORT:
+                    return False
+        if not found:
+            return False
+    return True
+
+
+@invariant("zombie-fencing", "once InitProducerId returned epoch e, nothing with a lower epoch is committed or accepted by the coordinator")
+def zombie_fencing(p, s) -> bool:
+    """KIP-98 zombie fencing through the producer epoch.
+
+    No COMMIT marker written after InitProducerId returned epoch e closes a batch of an epoch
+    below e, and the coordinator accepted no AddPartitionsToTxn/EndTxn below e.
+    """
+    if s.stale_accepted:
+        return False
+    for d in s.partitions:
+        log = d.log
+        if not log:
+            continue
+        for entry, marker in zip(log, _closing_markers(log)):
+            if marker is not None and marker.kind == _COMMIT and entry.epoch < marker.who:
+                return False
+    return True
+
+
+@invariant("no-hanging-transaction", "every transaction open on a partition is an Ongoing/Prepare* coordinator transaction of its epoch that includes the partition")
+def no_hanging_transaction(p, s) -> bool:
+    """KIP-890's hanging transaction (KAFKA-14402), in safety form.
+
+    A transaction open on a partition must belong to the coordinator's transaction: Ongoing (the
+    partition added, the same epoch), PrepareEpochFence (the epoch before the fence), or
+    Prepare* with the partition's marker still to be written (the epoch of the transaction or,
+    after a fence or a TV2 bump, the one before). Otherwise nothing will ever write its marker
+    and the LSO is stuck.
+    """
+    c = s.coordinator
+    state = _PREPARE_EPOCH_FENCE if c.fencing else c.state
+    epoch = c.producer_epoch
+    for part, d in enumerate(s.partitions, start=1):
+        first = d.txn_first_offset
+        if first < 0:
+            continue
+        epochs = {entry.epoch for entry in d.log[first:]}
+        if state == _ONGOING:
+            ok = part in c.partitions and epochs == {epoch}
+        elif state == _PREPARE_EPOCH_FENCE:
+            ok = part in c.partitions and epochs == {epoch - 1}
+        elif state == _PREPARE_COMMIT or state == _PREPARE_ABORT:
+            ok = part in c.pending_markers and epochs <= {epoch, epoch - 1}
+        else:
+            ok = False
+        if not ok:
+            return False
+    return True
+
+
+@invariant("no-cross-transaction-leak", "a batch sent in one client transaction never becomes part of another")
+def no_cross_transaction_leak(p, s) -> bool:
+    """KIP-890 case 2: a delayed batch of an aborted transaction joins the next one.
+
+    Every partition transaction (a run of batches up to the marker that closes it, or still open)
+    holds batches of one client transaction only, and its marker ends that client transaction's
+    coordinator transaction. This also catches a delayed marker of an earlier transaction closing
+    a later one (KIP-890's delayed EndTxn marker).
+    """
+    for d in s.partitions:
+        current = 0
+        for entry in d.log:
+            if entry.kind == _DATA:
+                if current == 0:
+                    current = entry.txn
+                elif entry.txn != current:
+                    return False
+            else:
+                if current != 0 and entry.txn != current:
+                    return False
+                current = 0
+    return True
+
+
+@invariant("read-committed-isolation", "a read_committed consumer sees only committed batches below the LSO, and LSO <= HW")
+def read_committed_isolation(p, s) -> bool:
+    """KIP-98 read_committed: the fetch is bounded by the LSO and aborted ranges are filtered.
+
+    The LSO comes from the producer state (first offset of the open transaction) and the
+    consumer drops the ranges of the aborted-transaction index; every batch it then returns must
+    really be closed by a COMMIT marker.
+    """
+    for d in s.partitions:
+        log = d.log
+        hw = len(log)
+        lso = d.txn_first_offset if d.txn_first_offset >= 0 else hw
+        if lso > hw:
+            return False
+        closing = _closing_markers(log)
+        aborted_range = False
+        start = 0
+        for k in range(lso):
+            entry = log[k]
+            if entry.kind != _DATA:
+                start = k + 1
+                continue
+            # The aborted-transaction index: the range from the transaction's first offset to its
+            # ABORT marker; the marker is found by scanning forward from the range's start.
+            if k == start:
+                aborted_range = False
+                for j in range(k, hw):
+                    if log[j].kind != _DATA:
+                        aborted_range = log[j].kind == _ABORT
+                        break
+            if aborted_range:
+                continue
+            marker = closing[k]
+            if marker is None or marker.kind != _COMMIT:
+                return False
+    return True
+
+
+@invariant("no-duplicate-append", "no data batch is appended twice to a partition")
+def no_duplicate_append(p, s) -> bool:
+    """The idempotent producer (KIP-98): a retried batch carries the same sequence number and the
+    partition appends it at most once; without enable.idempotence a retry can duplicate it."""
+    for d in s.partitions:
+        seen = set()
+        for entry in d.log:
+            if entry.kind == _DATA:
+                key = (entry.txn, entry.who)
+                if key in seen:
+                    return False
+                seen.add(key)
+    return True
+
+
+@action_property("valid-coordinator-transitions", "the transaction coordinator moves only along TransactionMetadata's table of valid previous states")
+def valid_coordinator_transitions(p, s, label, t) -> bool:
+    """TransactionMetadata.validPreviousStates (KIP-98), with TV2's extra PrepareAbort sources.
+
+    PrepareEpochFence is the pending state of an Ongoing transaction (KAFKA-6119). A coordinator
+    failover reloads the transaction log, so it only drops a pending, unwritten fence.
+    """
+    from kafkamc.spec.transactions import VALID_PREVIOUS, VALID_PREVIOUS_TV2, TxnState
+
+    a, b = s.coordinator, t.coordinator
+    if a.state == b.state and a.fencing == b.fencing:
+        return True
+    if b.coordinator_epoch != a.coordinator_epoch:
+        return b.state == a.state and not b.fencing
+    before = TxnState.PrepareEpochFence if a.fencing else a.state
+    after = TxnState.PrepareEpochFence if b.fencing else b.state
+    table = VALID_PREVIOUS_TV2 if p.version == "tv2" else VALID_PREVIOUS
+    return before in table[after]

@@ -1,0 +1,826 @@
+"""Exactly-once transactions: one transactional.id, its coordinator, data partitions and clients.
+
+The model follows Kafka's TransactionCoordinator, TransactionMetadata (states and their table of
+legal transitions), TransactionMarkerChannelManager and, on the data side, ProducerStateManager and
+ProducerAppendInfo:
+
+- KIP-98 (0.11): transactional.id, producer id and producer epoch, the coordinator and its
+  transaction log, AddPartitionsToTxn, two-phase commit through COMMIT/ABORT control markers
+  (WriteTxnMarkers), the last stable offset (LSO) and read_committed consumers.
+- KAFKA-6119 (1.1): a timed-out transaction is aborted through PrepareEpochFence, i.e. with an
+  epoch bump, so the timed-out producer is fenced. ``timeout_bumps_epoch=false`` is Kafka before it.
+- KIP-890 part 1 (KAFKA-14402, KAFKA-14884, 3.6): ``version=tv1-verify``; before the first
+  transactional append of a producer to a partition, the partition leader asks the coordinator
+  (verifyOnly AddPartitionsToTxn) whether the partition is in the producer's ongoing transaction.
+- KIP-890 part 2 (KAFKA-14562, KAFKA-14563, transaction.version 2): ``version=tv2``; every EndTxn
+  bumps the producer epoch, markers carry the bumped epoch and a partition rejects a marker whose
+  epoch is not above the producer epoch it has seen (except an idempotent re-send to a partition
+  with no open transaction, KAFKA-19999); partitions are added implicitly by the partition leader
+  on the first produce of a transaction.
+
+What is modelled and what is abstracted
+---------------------------------------
+One transactional.id, so one producer id (implicit in the state); epoch exhaustion and producer-id
+rotation are not modelled, ``max_epoch`` bounds the epoch instead. The coordinator's state fields
+are its transaction-log record: each coordinator transition is one step that writes the record
+and then answers (TransactionStateManager.appendTransactionToLog completes the in-memory
+transition only after the append). The only in-memory-only state is the pending PrepareEpochFence
+(``fencing``), which a coordinator failover loses, as in Kafka. Each data partition has a single
+replica (replication is the ``replication`` spec), so its high watermark is its log end offset.
+
+Clients are the KafkaProducer's TransactionManager: ``producers`` instances share the
+transactional.id; instance ``i+1`` starts only after instance ``i`` got an epoch (a restart, the
+older one being the zombie). A client request and its response are one step. The network
+perturbation is a client or coordinator request timeout: the request stays in flight (it may be
+delivered at any later time, after later requests; its response then goes nowhere) and the client
+retries (a duplicate) or gives up. At most ``max_delayed`` requests are ever delayed. Delayable are
+Produce, EndTxn and WriteTxnMarkers, the cases of KIP-890's motivation.
+
+Each client transaction sends at most one batch per partition. Records carry ghost fields (the
+client transaction they were sent in, the producer instance), markers carry the client
+transaction that opened the coordinator transaction and the highest epoch InitProducerId had
+returned when they were written: the invariants read these, Kafka does not.
+
+A marker that finds no open transaction on its partition completes nothing; Kafka still appends
+the control batch, the model only applies its producer-epoch and coordinator-epoch updates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+from kafkamc.errors import UsageError
+from kafkamc.invariants.transactions import (
+    atomicity,
+    client_commit_truth,
+    no_cross_transaction_leak,
+    no_duplicate_append,
+    no_hanging_transaction,
+    read_committed_isolation,
+    valid_coordinator_transitions,
+    zombie_fencing,
+)
+from kafkamc.spec.api import Param, Params, Spec, action
+
+__all__ = [
+    "Transactions", "TxnState", "ClientState", "SendState", "EntryKind", "RequestKind",
+    "Entry", "Request", "Coordinator", "ProducerInstance", "DataPartition", "TransactionsState",
+    "VERSIONS", "VALID_PREVIOUS", "VALID_PREVIOUS_TV2",
+]
+
+VERSIONS = ("tv1", "tv1-verify", "tv2")
+_TV1, _TV1_VERIFY, _TV2 = range(3)
+
+
+class TxnState(IntEnum):
+    """TransactionState, with Kafka's ids (TransactionMetadata.scala, KIP-98)."""
+
+    Empty = 0
+    Ongoing = 1
+    PrepareCommit = 2
+    PrepareAbort = 3
+    CompleteCommit = 4
+    CompleteAbort = 5
+    Dead = 6  # transactional.id expiration; not reachable here (no expiration in the model)
+    PrepareEpochFence = 7  # never written: only a pending state of Ongoing (KAFKA-6119)
+
+
+_S = TxnState
+# validPreviousStates of TransactionMetadata.scala.
+VALID_PREVIOUS: dict[TxnState, frozenset[TxnState]] = {
+    _S.Empty: frozenset({_S.Empty, _S.CompleteCommit, _S.CompleteAbort}),
+    _S.Ongoing: frozenset({_S.Ongoing, _S.Empty, _S.CompleteCommit, _S.CompleteAbort}),
+    _S.PrepareCommit: frozenset({_S.Ongoing}),
+    _S.PrepareAbort: frozenset({_S.Ongoing, _S.PrepareEpochFence}),
+    _S.CompleteCommit: frozenset({_S.PrepareCommit}),
+    _S.CompleteAbort: frozenset({_S.PrepareAbort}),
+    _S.Dead: frozenset({_S.Empty, _S.CompleteAbort, _S.CompleteCommit}),
+    _S.PrepareEpochFence: frozenset({_S.Ongoing}),
+}
+# KIP-890 part 2: a TV2 client may abort when unsure whether its transaction started, so
+# PrepareAbort is also legal from Empty, CompleteCommit and CompleteAbort.
+VALID_PREVIOUS_TV2 = dict(VALID_PREVIOUS)
+VALID_PREVIOUS_TV2[_S.PrepareAbort] = VALID_PREVIOUS[_S.PrepareAbort] | {
+    _S.Empty, _S.CompleteCommit, _S.CompleteAbort,
+}
+
+
+class ClientState(IntEnum):
+    """The producer client's TransactionManager state, reduced to what the protocol needs."""
+
+    NotStarted = 0  # before InitProducerId returned an epoch
+    Ready = 1
+    InTransaction = 2
+    AbortableError = 3  # a send failed: only abortTransaction() is possible
+    Committing = 4  # EndTxn(COMMIT) timed out; the client retries it
+    Aborting = 5  # EndTxn(ABORT) timed out; the client retries it
+    FatalError = 6  # PRODUCER_FENCED or INVALID_TXN_STATE: the instance is dead
+
+
+class SendState(IntEnum):
+    """What the client knows of its batch to one partition in the current transaction."""
+
+    Unsent = 0
+    Acked = 1
+    TimedOut = 2  # in flight as far as the network goes; the client may retry or abort
+    Failed = 3
+
+
+class EntryKind(IntEnum):
+    Data = 0
+    Commit = 1
+    Abort = 2
+
+
+class RequestKind(IntEnum):
+    Produce = 0
+    EndTxn = 1
+    WriteTxnMarkers = 2
+
+
+class TxnResult(IntEnum):
+    Commit = 1
+    Abort = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """A log entry: a transactional data batch or a control marker, from the one producer id.
+
+    kind, epoch: the batch's type and producer epoch. seq: the batch's sequence number (data) or
+    the coordinator epoch (marker). txn (ghost): the client transaction the batch was sent in, or
+    for a marker the client transaction that opened the coordinator transaction. who (ghost): the
+    producer instance of a batch, or for a marker the highest epoch InitProducerId had returned
+    when the marker was written.
+    """
+
+    kind: EntryKind
+    epoch: int
+    seq: int
+    txn: int
+    who: int
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Request:
+    """A delayed request still in the network (its sender gave up waiting for the response).
+
+    Produce: (producer, partition, epoch, seq, txn). EndTxn: (producer, epoch, result, txn).
+    WriteTxnMarkers: (partition, epoch, result, coordinator epoch, txn).
+    """
+
+    kind: RequestKind
+    producer: int
+    partition: int
+    epoch: int
+    seq: int
+    result: int
+    coordinator_epoch: int
+    txn: int
+
+
+@dataclass(frozen=True, slots=True)
+class Coordinator:
+    """TransactionMetadata of the transactional.id as last written to the transaction log.
+
+    fencing: pendingState == PrepareEpochFence (in memory only; the epoch is already bumped).
+    pending_markers: partitions whose WriteTxnMarkers is not yet acknowledged (Prepare* only).
+    coordinator_epoch: the leader epoch of the transaction-log partition.
+    txn (ghost): the client transaction whose request moved the coordinator to Ongoing.
+    """
+
+    state: TxnState
+    fencing: bool
+    producer_epoch: int
+    partitions: frozenset[int]
+    pending_markers: frozenset[int]
+    coordinator_epoch: int
+    txn: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerInstance:
+    """One KafkaProducer instance with the transactional.id. Partitions are 1..P (index P-1)."""
+
+    state: ClientState
+    epoch: int
+    txn: int
+    added: frozenset[int]
+    sent: tuple[SendState, ...]
+    next_seq: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DataPartition:
+    """A data partition leader: its log and its ProducerStateEntry for the producer id.
+
+    producer_epoch, last_seq, coordinator_epoch: -1 for none. txn_first_offset: the first
+    offset of the open transaction (currentTxnFirstOffset), -1 for none. HW = len(log).
+    """
+
+    log: tuple[Entry, ...]
+    producer_epoch: int
+    last_seq: int
+    txn_first_offset: int
+    coordinator_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionsState:
+    """The whole system.
+
+    network: the delayed requests, sorted. delays: how many requests were ever delayed.
+    txns_begun: client transactions begun so far (they are numbered 1.. in begin order).
+    init_epoch (ghost): the highest epoch InitProducerId returned, -1 before.
+    commits (ghost): (txn, partition) of every acknowledged batch of a client transaction whose
+    EndTxn(COMMIT) returned success.
+    stale_accepted (ghost): the coordinator accepted a request with an epoch below init_epoch.
+    """
+
+    coordinator: Coordinator
+    producers: tuple[ProducerInstance, ...]
+    partitions: tuple[DataPartition, ...]
+    network: tuple[Request, ...]
+    delays: int
+    txns_begun: int
+    init_epoch: int
+    commits: frozenset[tuple[int, int]]
+    stale_accepted: bool
+
+
+# Outcomes of request handling.
+_NONE, _FENCED, _CONCURRENT, _INVALID_STATE = range(4)
+# Outcomes of a produce at the partition.
+_ACK, _DUPLICATE, _REJECT, _RETRIABLE = range(4)
+
+_PREPARE = (_S.PrepareCommit, _S.PrepareAbort)
+_COMPLETE = (_S.CompleteCommit, _S.CompleteAbort)
+_PREPARE_OF = {TxnResult.Commit: _S.PrepareCommit, TxnResult.Abort: _S.PrepareAbort}
+_RESULT_OF_PREPARE = {_S.PrepareCommit: TxnResult.Commit, _S.PrepareAbort: TxnResult.Abort}
+_COMPLETE_OF_PREPARE = {_S.PrepareCommit: _S.CompleteCommit, _S.PrepareAbort: _S.CompleteAbort}
+_COMPLETE_OF = {TxnResult.Commit: _S.CompleteCommit, TxnResult.Abort: _S.CompleteAbort}
+_MARKER_KIND = {TxnResult.Commit: EntryKind.Commit, TxnResult.Abort: EntryKind.Abort}
+_EMPTY: frozenset[int] = frozenset()
+
+
+def _variant(p: Params) -> int:
+    return VERSIONS.index(p.version)
+
+
+def _state(
+    s: TransactionsState,
+    coordinator: Coordinator | None = None,
+    producers: tuple[ProducerInstance, ...] | None = None,
+    partitions: tuple[DataPartition, ...] | None = None,
+    network: tuple[Request, ...] | None = None,
+    delays: int | None = None,
+    txns_begun: int | None = None,
+    init_epoch: int | None = None,
+    commits: frozenset[tuple[int, int]] | None = None,
+    stale_accepted: bool | None = None,
+) -> TransactionsState:
+    return TransactionsState(
+        s.coordinator if coordinator is None else coordinator,
+        s.producers if producers is None else producers,
+        s.partitions if partitions is None else partitions,
+        s.network if network is None else network,
+        s.delays if delays is None else delays,
+        s.txns_begun if txns_begun is None else txns_begun,
+        s.init_epoch if init_epoch is None else init_epoch,
+        s.commits if commits is None else commits,
+        s.stale_accepted if stale_accepted is None else stale_accepted,
+    )
+
+
+def _put(t: tuple, i: int, v: object) -> tuple:
+    return t[:i] + (v,) + t[i + 1:]
+
+
+def _coordinator(c: Coordinator, state: TxnState, fencing: bool, epoch: int,
+                 partitions: frozenset[int], pending: frozenset[int], txn: int) -> Coordinator:
+    return Coordinator(state, fencing, epoch, partitions, pending, c.coordinator_epoch, txn)
+
+
+def _client(c: ProducerInstance, state: ClientState) -> ProducerInstance:
+    return ProducerInstance(state, c.epoch, c.txn, c.added, c.sent, c.next_seq)
+
+
+# -- the coordinator ---------------------------------------------------------------------------
+
+def _add_partitions(c: Coordinator, epoch: int, part: int, txn: int) -> tuple[int, Coordinator]:
+    """handleAddPartitionsToTransaction (KIP-98); with tv2 the partition leader sends it (KIP-890).
+
+    From CompleteCommit/CompleteAbort with the same epoch it starts a new transaction: under tv1
+    two transactions of one producer are indistinguishable by epoch, which KIP-890 is about.
+    """
+    if epoch != c.producer_epoch:
+        return _FENCED, c
+    if c.fencing or c.state in _PREPARE:
+        return _CONCURRENT, c
+    if c.state == _S.Ongoing:
+        if part in c.partitions:
+            return _NONE, c
+        return _NONE, _coordinator(c, _S.Ongoing, False, epoch, c.partitions | {part}, _EMPTY, c.txn)
+    return _NONE, _coordinator(c, _S.Ongoing, False, epoch, frozenset((part,)), _EMPTY, txn)
+
+
+def _verify_partition(c: Coordinator, epoch: int, part: int) -> int:
+    """handleVerifyPartitionsInTransaction, KIP-890 part 1 (KAFKA-14402): a read-only check."""
+    if epoch != c.producer_epoch:
+        return _FENCED
+    if c.state in _PREPARE:
+        return _CONCURRENT
+    return _NONE if part in c.partitions else _INVALID_STATE
+
+
+def _end_txn(p: Params, c: Coordinator, epoch: int, result: TxnResult) -> tuple[int, Coordinator | None]:
+    """handleEndTransaction from a client: endTransactionWithTV1 or, for tv2, endTransaction.
+
+    Returns (error, new coordinator); the new coordinator is None when the transition would take
+    the epoch past ``max_epoch`` (outside the explored bound).
+    """
+    st = c.state
+    if _variant(p) != _TV2:
+        # TV1: strict epoch equality for client requests.
+        if epoch != c.producer_epoch:
+            return _FENCED, c
+        if c.fencing:
+            return _CONCURRENT, c
+        if st == _S.Ongoing:
+            return _NONE, _coordinator(c, _PREPARE_OF[result], False, epoch, c.partitions,
+                                       c.partitions, c.txn)
+        if st in _COMPLETE:
+            return (_NONE if st == _COMPLETE_OF[result] else _INVALID_STATE), c
+        if st in _PREPARE:
+            return (_CONCURRENT if st == _PREPARE_OF[result] else _INVALID_STATE), c
+        return _INVALID_STATE, c
+    # TV2 (KIP-890 part 2): a retry carries the epoch before the bump.
+    retry = c.producer_epoch == epoch + 1
+    if st in _PREPARE:
+        valid = retry
+    elif st in _COMPLETE:
+        valid = retry or epoch == c.producer_epoch
+    else:
+        valid = epoch == c.producer_epoch
+    if not valid:
+        return _FENCED, c
+    if c.fencing:
+        return _CONCURRENT, c
+    bumped = c.producer_epoch + 1
+    if st == _S.Ongoing:
+        if bumped > p.max_epoch:
+            return _NONE, None
+        return _NONE, _coordinator(c, _PREPARE_OF[result], False, bumped, c.partitions,
+                                   c.partitions, c.txn)
+    if st in _PREPARE:
+        return (_CONCURRENT if st == _PREPARE_OF[result] else _INVALID_STATE), c
+    if result == TxnResult.Commit:
+        return (_NONE if st == _S.CompleteCommit and retry else _INVALID_STATE), c
+    if st == _S.CompleteAbort and retry:
+        return _NONE, c
+    if st == _S.CompleteCommit and retry:
+        return _INVALID_STATE, c
+    # Abort with the current epoch from Empty/Complete*: bump, no partitions, no markers.
+    if bumped > p.max_epoch:
+        return _NONE, None
+    return _NONE, _coordinator(c, _S.PrepareAbort, False, bumped, _EMPTY, _EMPTY, c.txn)
+
+
+# -- the data partition ----------------------------------------------------------------------
+
+def _produce(p: Params, c: Coordinator, d: DataPartition, part: int, epoch: int, seq: int,
+             txn: int, who: int) -> tuple[int, Coordinator, DataPartition]:
+    """A transactional Produce at the partition leader (ProducerAppendInfo.appendDataBatch).
+
+    The producer-epoch check comes first (KAFKA-19690); a transaction that is not yet open on the
+    partition is verified (tv1-verify, KIP-890 part 1) or added (tv2, KIP-890 part 2) at the
+    coordinator, atomically with the append, which is what the VerificationGuard ensures. With
+    ``idempotence`` the sequence number makes a retried batch a duplicate (KIP-98 idempotent
+    producer); without it every delivered copy is appended.
+    """
+    if epoch < d.producer_epoch:
+        return _REJECT, c, d  # InvalidProducerEpochException
+    variant = _variant(p)
+    # UnifiedLog.hasOngoingTransaction: since KIP-890 part 2 only an open transaction of the same
+    # epoch skips the coordinator; in 3.6 (tv1-verify) any open transaction of the producer id did.
+    ongoing = d.txn_first_offset >= 0 and (variant != _TV2 or d.producer_epoch == epoch)
+    if not ongoing and variant != _TV1:
+        if variant == _TV1_VERIFY:
+            err = _verify_partition(c, epoch, part)
+        else:
+            err, c = _add_partitions(c, epoch, part, txn)
+        if err == _CONCURRENT:
+            return _RETRIABLE, c, d
+        if err != _NONE:
+            return _REJECT, c, d
+    last_seq = d.last_seq
+    if p.idempotence:
+        if epoch == d.producer_epoch:
+            if seq <= last_seq:
+                return _DUPLICATE, c, d
+            if seq != last_seq + 1:
+                return _REJECT, c, d  # OutOfOrderSequenceException
+        elif seq != 0 and d.producer_epoch >= 0:
+            return _REJECT, c, d
+    log = d.log
+    first = d.txn_first_offset if d.txn_first_offset >= 0 else len(log)
+    entry = Entry(EntryKind.Data, epoch, seq, txn, who)
+    return _ACK, c, DataPartition(log + (entry,), epoch, seq, first, d.coordinator_epoch)
+
+
+def _marker(p: Params, d: DataPartition, result: TxnResult, epoch: int, coordinator_epoch: int,
+            txn: int, init_epoch: int) -> DataPartition | None:
+    """ProducerAppendInfo.appendEndTxnMarker; None when the partition rejects the marker.
+
+    TV1 rejects a lower epoch; TV2 (KIP-890 part 2) a not-higher one, except the re-send of a
+    marker already written, to a partition with no open transaction (KAFKA-19999). A stale
+    coordinator epoch is rejected (TransactionCoordinatorFencedException, KIP-98).
+    """
+    if _variant(p) == _TV2:
+        if epoch < d.producer_epoch or (epoch == d.producer_epoch and d.txn_first_offset >= 0):
+            return None
+    elif epoch < d.producer_epoch:
+        return None
+    if coordinator_epoch < d.coordinator_epoch:
+        return None
+    last_seq = d.last_seq if epoch == d.producer_epoch else -1
+    if d.txn_first_offset < 0:
+        return DataPartition(d.log, epoch, last_seq, -1, coordinator_epoch)
+    entry = Entry(_MARKER_KIND[result], epoch, coordinator_epoch, txn, init_epoch)
+    return DataPartition(d.log + (entry,), epoch, last_seq, -1, coordinator_epoch)
+
+
+def _with_delayed(s: TransactionsState, req: Request) -> tuple[Request, ...]:
+    return tuple(sorted(s.network + (req,)))
+
+
+def _send_outcomes(p: Params, s: TransactionsState, i: int, part: int, seq: int):
+    """Deliver a Produce of producer ``i`` now, or time it out (delay it); yields (label, state)."""
+    pr = s.producers[i]
+    idx = part - 1
+    c, d = s.coordinator, s.partitions[idx]
+    out, c2, d2 = _produce(p, c, d, part, pr.epoch, seq, pr.txn, i + 1)
+    if out != _RETRIABLE:
+        if out == _REJECT:
+            cl = ProducerInstance(ClientState.AbortableError, pr.epoch, pr.txn, pr.added,
+                                  _put(pr.sent, idx, SendState.Failed), pr.next_seq)
+            what = "rejected"
+        else:
+            cl = ProducerInstance(pr.state, pr.epoch, pr.txn, pr.added,
+                                  _put(pr.sent, idx, SendState.Acked), pr.next_seq)
+            what = "duplicate, acked" if out == _DUPLICATE else "acked"
+        yield (i + 1, part, pr.epoch, seq, what), _state(
+            s, coordinator=c2, producers=_put(s.producers, i, cl),
+            partitions=_put(s.partitions, idx, d2),
+            stale_accepted=s.stale_accepted or (c2 is not c and pr.epoch < s.init_epoch),
+        )
+    if s.delays < p.max_delayed:
+        cl = ProducerInstance(pr.state, pr.epoch, pr.txn, pr.added,
+                              _put(pr.sent, idx, SendState.TimedOut), pr.next_seq)
+        req = Request(RequestKind.Produce, i + 1, part, pr.epoch, seq, 0, 0, pr.txn)
+        yield (i + 1, part, pr.epoch, seq, "delayed"), _state(
+            s, producers=_put(s.producers, i, cl), network=_with_delayed(s, req), delays=s.delays + 1,
+        )
+
+
+class Transactions(Spec):
+    """Kafka exactly-once transactions (KIP-98) with the KIP-890 variants; see the module doc."""
+
+    name = "transactions"
+    description = (
+        "transaction coordinator, 2PC markers, producer-epoch fencing and read_committed (KIP-98, KIP-890)"
+    )
+    parameters = (
+        Param("producers", 2, "producer instances sharing the transactional.id (restarts/zombies)", min=1, max=3),
+        Param("partitions", 2, "data partitions", min=1, max=3),
+        Param("max_transactions", 2, "client transactions begun, over all instances", min=1, max=4),
+        Param("max_epoch", 3, "highest producer epoch the coordinator may assign", min=0, max=6),
+        Param("max_delayed", 1, "requests (Produce, EndTxn, WriteTxnMarkers) that may be delayed", min=0, max=3),
+        Param("coordinator_failover", False, "allow one transaction-coordinator failover"),
+        Param("version", "tv2", "tv1 (KIP-98), tv1-verify (KIP-890 part 1), tv2 (KIP-890 part 2)",
+              choices=VERSIONS),
+        Param("timeout_bumps_epoch", True, "a timeout abort fences the producer epoch (KAFKA-6119)"),
+        Param("idempotence", True, "enable.idempotence: sequence numbers deduplicate retried batches"),
+    )
+    invariants = (
+        atomicity,
+        client_commit_truth,
+        zombie_fencing,
+        no_hanging_transaction,
+        no_cross_transaction_leak,
+        read_committed_isolation,
+        no_duplicate_append,
+        valid_coordinator_transitions,
+    )
+    default_invariants = (
+        "atomicity", "client-commit-truth", "zombie-fencing", "no-hanging-transaction",
+        "no-cross-transaction-leak", "read-committed-isolation", "no-duplicate-append",
+        "valid-coordinator-transitions",
+    )
+
+    def validate_params(self, p: Params) -> None:
+        if p.version not in VERSIONS:
+            raise UsageError(f"parameter version={p.version!r} is not allowed; allowed: {', '.join(VERSIONS)}")
+
+    @staticmethod
+    def init_states(p: Params):
+        n = p.partitions
+        client = ProducerInstance(ClientState.NotStarted, -1, 0, _EMPTY,
+                                  (SendState.Unsent,) * n, (0,) * n)
+        yield TransactionsState(
+            Coordinator(_S.Empty, False, -1, _EMPTY, _EMPTY, 1, 0),
+            (client,) * p.producers,
+            (DataPartition((), -1, -1, -1, -1),) * n,
+            (), 0, 0, -1, frozenset(), False,
+        )
+
+    # -- clients ---------------------------------------------------------------------------------
+
+    @action
+    def InitProducerId(p: Params, s: TransactionsState):
+        """InitProducerId (KIP-98): bump the epoch; an Ongoing transaction is first fenced.
+
+        From Ongoing the coordinator enters PrepareEpochFence with a bumped epoch and answers
+        CONCURRENT_TRANSACTIONS; the abort follows (FenceAbort) and the client retries.
+        """
+        c = s.coordinator
+        for i, pr in enumerate(s.producers):
+            if pr.state != ClientState.NotStarted or (i > 0 and s.producers[i - 1].state == ClientState.NotStarted):
+                continue
+            if c.fencing or c.state in _PREPARE or c.producer_epoch + 1 > p.max_epoch:
+                continue
+            e = c.producer_epoch + 1
+            if c.state == _S.Ongoing:
+                fenced = _coordinator(c, _S.Ongoing, True, e, c.partitions, _EMPTY, c.txn)
+                yield f"InitProducerId(producer={i + 1}) -> CONCURRENT_TRANSACTIONS, fence epoch {e}", \
+                    _state(s, coordinator=fenced)
+                continue
+            c2 = _coordinator(c, _S.Empty, False, e, _EMPTY, _EMPTY, c.txn)
+            n = p.partitions
+            cl = ProducerInstance(ClientState.Ready, e, 0, _EMPTY, (SendState.Unsent,) * n, (0,) * n)
+            yield f"InitProducerId(producer={i + 1}) -> epoch {e}", _state(
+                s, coordinator=c2, producers=_put(s.producers, i, cl), init_epoch=max(s.init_epoch, e),
+            )
+
+    @action
+    def BeginTransaction(p: Params, s: TransactionsState):
+        """beginTransaction(): local to the client; numbers the client transaction (ghost)."""
+        if s.txns_begun >= p.max_transactions:
+            return
+        n = p.partitions
+        t = s.txns_begun + 1
+        for i, pr in enumerate(s.producers):
+            if pr.state == ClientState.Ready:
+                cl = ProducerInstance(ClientState.InTransaction, pr.epoch, t, _EMPTY,
+                                      (SendState.Unsent,) * n, pr.next_seq)
+                yield f"BeginTransaction(producer={i + 1}, txn={t})", _state(
+                    s, producers=_put(s.producers, i, cl), txns_begun=t,
+                )
+
+    @action
+    def AddPartitionsToTxn(p: Params, s: TransactionsState):
+        """AddPartitionsToTxn from the client (KIP-98); tv2 has none (KIP-890 part 2, KAFKA-14563)."""
+        if _variant(p) == _TV2:
+            return
+        c = s.coordinator
+        for i, pr in enumerate(s.producers):
+            if pr.state != ClientState.InTransaction:
+                continue
+            for part in range(1, p.partitions + 1):
+                if part in pr.added:
+                    continue
+                err, c2 = _add_partitions(c, pr.epoch, part, pr.txn)
+                if err == _CONCURRENT:
+                    continue
+                if err == _FENCED:
+                    yield f"AddPartitionsToTxn(producer={i + 1}, p{part}, epoch={pr.epoch}) -> PRODUCER_FENCED", \
+                        _state(s, producers=_put(s.producers, i, _client(pr, ClientState.FatalError)))
+                    continue
+                cl = ProducerInstance(pr.state, pr.epoch, pr.txn, pr.added | {part}, pr.sent, pr.next_seq)
+                yield f"AddPartitionsToTxn(producer={i + 1}, p{part}, epoch={pr.epoch})", _state(
+                    s, coordinator=c2, producers=_put(s.producers, i, cl),
+                    stale_accepted=s.stale_accepted or pr.epoch < s.init_epoch,
+                )
+
+    @action
+    def Produce(p: Params, s: TransactionsState):
+        """Send one transactional batch to a partition (tv1: only to an added partition)."""
+        tv2 = _variant(p) == _TV2
+        for i, pr in enumerate(s.producers):
+            if pr.state != ClientState.InTransaction:
+                continue
+            for part in range(1, p.partitions + 1):
+                idx = part - 1
+                if pr.sent[idx] != SendState.Unsent or not (tv2 or part in pr.added):
+                    continue
+                seq = pr.next_seq[idx]
+                s1 = _state(s, producers=_put(s.producers, i, ProducerInstance(
+                    pr.state, pr.epoch, pr.txn, pr.added, pr.sent, _put(pr.next_seq, idx, seq + 1))))
+                for (who, pt, e, q, what), t in _send_outcomes(p, s1, i, part, seq):
+                    yield f"Produce(producer={who}, p{pt}, epoch={e}, seq={q}, txn={pr.txn}) -> {what}", t
+
+    @action
+    def RetryProduce(p: Params, s: TransactionsState):
+        """Resend a timed-out batch, same sequence number (KIP-98 idempotent producer retries)."""
+        for i, pr in enumerate(s.producers):
+            if pr.state != ClientState.InTransaction:
+                continue
+            for part in range(1, p.partitions + 1):
+                if pr.sent[part - 1] != SendState.TimedOut:
+                    continue
+                seq = pr.next_seq[part - 1] - 1
+                for (who, pt, e, q, what), t in _send_outcomes(p, s, i, part, seq):
+                    yield f"RetryProduce(producer={who}, p{pt}, epoch={e}, seq={q}, txn={pr.txn}) -> {what}", t
+
+    @action
+    def EndTxn(p: Params, s: TransactionsState):
+        """commitTransaction()/abortTransaction(): EndTxn to the coordinator (KIP-98, KIP-890).
+
+        Commit needs every batch of the transaction acknowledged (the client flushes first). A
+        transaction with nothing to end (tv1: no partition added; tv2: nothing sent) ends in the
+        client alone. Under tv2 a successful EndTxn returns the bumped epoch, and the client
+        restarts its sequence numbers.
+        """
+        tv2 = _variant(p) == _TV2
+        c = s.coordinator
+        for i, pr in enumerate(s.producers):
+            st = pr.state
+            if st == ClientState.InTransaction:
+                results = (TxnResult.Commit, TxnResult.Abort)
+                if any(x == SendState.TimedOut or x == SendState.Failed for x in pr.sent):
+                    results = (TxnResult.Abort,)
+            elif st == ClientState.AbortableError or st == ClientState.Aborting:
+                results = (TxnResult.Abort,)
+            elif st == ClientState.Committing:
+                results = (TxnResult.Commit,)
+            else:
+                continue
+            started = any(x != SendState.Unsent for x in pr.sent) if tv2 else bool(pr.added)
+            for result in results:
+                word = "COMMIT" if result == TxnResult.Commit else "ABORT"
+                done_commits = s.commits
+                if result == TxnResult.Commit:
+                    done_commits = s.commits | {
+                        (pr.txn, k + 1) for k, x in enumerate(pr.sent) if x == SendState.Acked
+                    }
+                if not started and st in (ClientState.InTransaction, ClientState.AbortableError):
+                    yield f"EndTxn(producer={i + 1}, {word}) -> local, nothing to end", _state(
+                        s, producers=_put(s.producers, i, _client(pr, ClientState.Ready)),
+                    )
+                    continue
+                label = f"EndTxn(producer={i + 1}, {word}, epoch={pr.epoch}, txn={pr.txn})"
+                err, c2 = _end_txn(p, c, pr.epoch, result)
+                if c2 is not None and err != _CONCURRENT:
+                    if err == _NONE:
+                        epoch = c2.producer_epoch if tv2 else pr.epoch
+                        seqs = pr.next_seq if epoch == pr.epoch else (0,) * p.partitions
+                        cl = ProducerInstance(ClientState.Ready, epoch, pr.txn, pr.added, pr.sent, seqs)
+                        yield f"{label} -> OK", _state(
+                            s, coordinator=c2, producers=_put(s.producers, i, cl),
+                            commits=done_commits,
+                            stale_accepted=s.stale_accepted or pr.epoch < s.init_epoch,
+                        )
+                    else:
+                        what = "PRODUCER_FENCED" if err == _FENCED else "INVALID_TXN_STATE"
+                        yield f"{label} -> {what}", _state(
+                            s, producers=_put(s.producers, i, _client(pr, ClientState.FatalError)),
+                        )
+                if s.delays < p.max_delayed:
+                    nxt = ClientState.Committing if result == TxnResult.Commit else ClientState.Aborting
+                    req = Request(RequestKind.EndTxn, i + 1, 0, pr.epoch, 0, int(result), 0, pr.txn)
+                    yield f"{label} -> delayed", _state(
+                        s, producers=_put(s.producers, i, _client(pr, nxt)),
+                        network=_with_delayed(s, req), delays=s.delays + 1,
+                    )
+
+    # -- the coordinator ---------------------------------------------------------------------------
+
+    @action
+    def FenceAbort(p: Params, s: TransactionsState):
+        """PrepareEpochFence -> PrepareAbort: endTransaction(ABORT, isFromClient=false) (KAFKA-6119).
+
+        The fenced epoch is written once; the second TV2 bump of KAFKA-19367 is not modelled.
+        """
+        c = s.coordinator
+        if c.fencing:
+            c2 = _coordinator(c, _S.PrepareAbort, False, c.producer_epoch, c.partitions, c.partitions, c.txn)
+            yield f"FenceAbort(epoch={c.producer_epoch})", _state(s, coordinator=c2)
+
+    @action
+    def TimeoutTransaction(p: Params, s: TransactionsState):
+        """abortTimedOutTransactions: abort an Ongoing transaction that timed out.
+
+        Since KAFKA-6119 (1.1) through PrepareEpochFence, with an epoch bump that fences the
+        producer. Before it, tv1 wrote PrepareAbort with the same epoch; tv2 bumps on every
+        abort anyway (KIP-890 part 2).
+        """
+        c = s.coordinator
+        if c.state != _S.Ongoing or c.fencing:
+            return
+        e = c.producer_epoch + 1
+        if p.timeout_bumps_epoch:
+            if e <= p.max_epoch:
+                c2 = _coordinator(c, _S.Ongoing, True, e, c.partitions, _EMPTY, c.txn)
+                yield f"TimeoutTransaction(fence epoch {e})", _state(s, coordinator=c2)
+            return
+        if _variant(p) != _TV2:
+            e = c.producer_epoch
+        if e <= p.max_epoch:
+            c2 = _coordinator(c, _S.PrepareAbort, False, e, c.partitions, c.partitions, c.txn)
+            yield f"TimeoutTransaction(abort, epoch={e})", _state(s, coordinator=c2)
+
+    @action
+    def WriteTxnMarkers(p: Params, s: TransactionsState):
+        """The marker channel sends the prepared result to one partition (KIP-98).
+
+        A rejected marker (fenced epoch or coordinator epoch) stops the coordinator's progress
+        for that partition, as TransactionMarkerRequestCompletionHandler stops retrying it.
+        """
+        c = s.coordinator
+        if c.state not in _PREPARE or not c.pending_markers:
+            return
+        result = _RESULT_OF_PREPARE[c.state]
+        word = "COMMIT" if result == TxnResult.Commit else "ABORT"
+        for part in sorted(c.pending_markers):
+            idx = part - 1
+            label = f"WriteTxnMarkers(p{part}, {word}, epoch={c.producer_epoch}, coordinator_epoch={c.coordinator_epoch})"
+            d2 = _marker(p, s.partitions[idx], result, c.producer_epoch, c.coordinator_epoch, c.txn, s.init_epoch)
+            if d2 is not None:
+                c2 = _coordinator(c, c.state, False, c.producer_epoch, c.partitions,
+                                  c.pending_markers - {part}, c.txn)
+                yield label, _state(s, coordinator=c2, partitions=_put(s.partitions, idx, d2))
+            if s.delays < p.max_delayed:
+                req = Request(RequestKind.WriteTxnMarkers, 0, part, c.producer_epoch, 0, int(result),
+                              c.coordinator_epoch, c.txn)
+                yield f"{label} -> delayed", _state(s, network=_with_delayed(s, req), delays=s.delays + 1)
+
+    @action
+    def CompleteTransaction(p: Params, s: TransactionsState):
+        """Every marker acknowledged: write CompleteCommit/CompleteAbort (prepareComplete)."""
+        c = s.coordinator
+        if c.state in _PREPARE and not c.pending_markers:
+            c2 = _coordinator(c, _COMPLETE_OF_PREPARE[c.state], False, c.producer_epoch, _EMPTY, _EMPTY, c.txn)
+            yield f"CompleteTransaction({c2.state.name})", _state(s, coordinator=c2)
+
+    @action
+    def CoordinatorFailover(p: Params, s: TransactionsState):
+        """A new leader of the transaction-log partition loads the log (onElection, KIP-98).
+
+        Its coordinator epoch is the new leader epoch; a pending PrepareEpochFence, never written,
+        is lost with its epoch bump; Prepare* transactions have all their markers re-sent.
+        """
+        c = s.coordinator
+        if not p.coordinator_failover or c.coordinator_epoch >= 2:
+            return
+        epoch = c.producer_epoch - 1 if c.fencing else c.producer_epoch
+        pending = c.partitions if c.state in _PREPARE else _EMPTY
+        c2 = Coordinator(c.state, False, epoch, c.partitions, pending, c.coordinator_epoch + 1, c.txn)
+        yield f"CoordinatorFailover(coordinator_epoch={c2.coordinator_epoch})", _state(s, coordinator=c2)
+
+    # -- the network -----------------------------------------------------------------------------
+
+    @action
+    def DeliverDelayed(p: Params, s: TransactionsState):
+        """A delayed request finally arrives; its response finds nobody waiting (KIP-890's cases)."""
+        net = s.network
+        for k, req in enumerate(net):
+            if k > 0 and net[k - 1] == req:
+                continue
+            rest = net[:k] + net[k + 1:]
+            kind = req.kind
+            if kind == RequestKind.Produce:
+                idx = req.partition - 1
+                c = s.coordinator
+                out, c2, d2 = _produce(p, c, s.partitions[idx], req.partition, req.epoch, req.seq,
+                                       req.txn, req.producer)
+                what = ("acked", "duplicate", "rejected", "retriable error")[out]
+                yield (f"DeliverDelayed(Produce(producer={req.producer}, p{req.partition}, epoch={req.epoch}, "
+                       f"seq={req.seq}, txn={req.txn}) -> {what})"), _state(
+                    s, coordinator=c2, partitions=_put(s.partitions, idx, d2), network=rest,
+                    stale_accepted=s.stale_accepted or (c2 is not s.coordinator and req.epoch < s.init_epoch),
+                )
+            elif kind == RequestKind.EndTxn:
+                result = TxnResult(req.result)
+                word = "COMMIT" if result == TxnResult.Commit else "ABORT"
+                err, c2 = _end_txn(p, s.coordinator, req.epoch, result)
+                if c2 is None:
+                    continue
+                what = ("OK", "PRODUCER_FENCED", "CONCURRENT_TRANSACTIONS", "INVALID_TXN_STATE")[err]
+                yield (f"DeliverDelayed(EndTxn(producer={req.producer}, {word}, epoch={req.epoch}, "
+                       f"txn={req.txn}) -> {what})"), _state(
+                    s, coordinator=c2, network=rest,
+                    stale_accepted=s.stale_accepted or (err == _NONE and req.epoch < s.init_epoch),
+                )
+            else:
+                result = TxnResult(req.result)
+                word = "COMMIT" if result == TxnResult.Commit else "ABORT"
+                idx = req.partition - 1
+                d2 = _marker(p, s.partitions[idx], result, req.epoch, req.coordinator_epoch, req.txn,
+                             s.init_epoch)
+                label = (f"DeliverDelayed(WriteTxnMarkers(p{req.partition}, {word}, epoch={req.epoch}, "
+                         f"coordinator_epoch={req.coordinator_epoch}, txn={req.txn})")
+                if d2 is None:
+                    yield f"{label} -> rejected)", _state(s, network=rest)
+                else:
+                    yield f"{label})", _state(s, partitions=_put(s.partitions, idx, d2), network=rest)
