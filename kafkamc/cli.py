@@ -75,6 +75,8 @@ def add_check_arguments(chk: argparse.ArgumentParser) -> None:
     chk.add_argument("--engine", default="local", choices=ENGINES, help="exploration engine (default: local)")
     chk.add_argument("--master", default=None, help="Spark master URL (engine spark; default local[*])")
     chk.add_argument("--partitions", type=_positive, default=None, help="Spark partitions P (engine spark)")
+    chk.add_argument("--workers", type=_positive, default=None, metavar="N",
+                     help="processes for the local engine (default: the cores available); results do not depend on it")
     chk.add_argument("--max-depth", type=_positive, default=None, metavar="N", help="explore at most N levels")
     chk.add_argument("--max-states", type=_positive, default=None, metavar="N", help="explore at most N states")
     chk.add_argument("--symmetry", action="store_true", help="reduce by the spec's symmetry representative")
@@ -173,17 +175,20 @@ def run_check(args: argparse.Namespace, spec_ref: str) -> CheckResult:
             from kafkamc.checker.spark import explore_spark
         except ImportError as exc:
             raise UsageError(f"engine spark is not available: {exc}") from None
+        if args.workers is not None:
+            raise UsageError("--workers applies only to --engine local; Spark uses --partitions")
         return explore_spark(
             spec, props, master=args.master, partitions=args.partitions, max_depth=args.max_depth,
             max_states=args.max_states, symmetry=args.symmetry, deadlock=args.deadlock, progress=progress,
         )
     if args.master is not None or args.partitions is not None:
         raise UsageError("--master and --partitions apply only to --engine spark")
-    from kafkamc.checker.local import explore
+    from kafkamc.checker.multicore import available_cores, explore_multicore
 
-    return explore(
-        spec, props, max_depth=args.max_depth, max_states=args.max_states, symmetry=args.symmetry,
-        deadlock=args.deadlock, progress=progress,
+    workers = args.workers if args.workers is not None else available_cores()
+    return explore_multicore(
+        spec, props, workers=workers, max_depth=args.max_depth, max_states=args.max_states,
+        symmetry=args.symmetry, deadlock=args.deadlock, progress=progress,
     )
 
 

@@ -1,0 +1,448 @@
+"""The local engine on several cores, with results identical to the sequential engine.
+
+The parent process owns the one fingerprint set and the parent/successor-index arrays. Each worker
+process owns a contiguous segment of the frontier, in breadth-first order, and never sends states:
+per level it expands its segment, deduplicates successors locally, and sends back only their
+fingerprints with (parent position, successor index, generation ordinal). The parent merges the
+workers' lists in segment order (which is exactly the sequential engine's discovery order), decides
+which fingerprints are new, and tells each worker which of its candidates to keep as its next
+segment. Workers then check invariants on their new states. So distinct states, generated, depth,
+verdict and counterexample equal the sequential engine's, whatever the number of workers.
+
+Workers are forked (they inherit the spec and the frontier without pickling) once a level is big
+enough to pay for them; small models never leave the parent process.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import time
+from array import array
+from typing import Any, Callable, Sequence
+
+from kafkamc.checker.fingerprint import Fingerprinter
+from kafkamc.checker.local import Progress, _classify, _path, explore, state_key_function
+from kafkamc.checker.result import DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult, LevelStats
+from kafkamc.counterexamples.trace import replay
+from kafkamc.errors import SpecRaised, UsageError
+from kafkamc.invariants.api import Property
+from kafkamc.spec.api import Spec, format_label
+
+__all__ = ["explore_multicore", "available_cores", "FORK_THRESHOLD"]
+
+# A level with fewer states than this is expanded in the parent: forking costs more than it saves.
+FORK_THRESHOLD = 2000
+
+
+def available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+class _Segment:
+    """A worker's slice of the frontier and what it knows about the level being built."""
+
+    def __init__(self, spec: Spec, props: Sequence[Property], key: Callable[[Any], int],
+                 fpr: Fingerprinter, deadlock: bool, frontier: list[Any]) -> None:
+        self.spec = spec
+        self.p = spec.p
+        self.actions = [(a.name, a.fn) for a in spec.actions()]
+        self.invs = [(pr.name, pr.fn) for pr in props if pr.kind == "invariant"]
+        self.aprops = [(pr.name, pr.fn) for pr in props if pr.kind == "action"]
+        self.key = key
+        self.fpr = fpr
+        self.deadlock = deadlock
+        self.frontier = frontier
+        self.cand: list[Any] = []
+        self.cand_where: array = array("q")  # (parent position << 16) | successor index
+
+    def expand(self) -> tuple[bytes, bytes, bytes, int, Any, Any]:
+        """Successors of the segment: first occurrences only. Returns arrays as bytes plus findings."""
+        p, key, aprops, constraint = self.p, self.key, self.aprops, self.spec.constraint
+        local: dict[int, int] = {}
+        keys = array("q")
+        where = array("q")
+        ordinal = array("q")
+        cand: list[Any] = []
+        generated = 0
+        aprop_found = None  # (parent position, successor index, name)
+        dead_found = None  # parent position
+        for pos, s in enumerate(self.frontier):
+            if constraint is not None and not constraint(p, s):
+                continue
+            i = 0
+            try:
+                for aname, fn in self.actions:
+                    for label, t in fn(p, s):
+                        k = key(t)
+                        if aprops and aprop_found is None:
+                            flabel = format_label(aname, label)
+                            for pname, pfn in aprops:
+                                if not pfn(p, s, flabel, t):
+                                    aprop_found = (pos, i, pname)
+                                    break
+                        if k not in local:
+                            local[k] = len(cand)
+                            keys.append(k)
+                            where.append((pos << 16) | i)
+                            ordinal.append(generated + i)
+                            cand.append(t)
+                        i += 1
+            except (SpecRaised, UsageError, KeyboardInterrupt):
+                raise
+            except Exception as exc:
+                raise _classify(self.spec, s, exc, self.invs, self.aprops) from exc
+            if i >= 1 << 16:
+                raise UsageError(f"spec {self.spec.name}: a state has {i} successors; at most 65535 are supported")
+            generated += i
+            if i == 0 and self.deadlock and dead_found is None:
+                dead_found = pos
+        self.cand = cand
+        self.cand_where = where
+        return keys.tobytes(), where.tobytes(), ordinal.tobytes(), generated, aprop_found, dead_found
+
+    def keep(self, chosen: bytes) -> tuple[int, Any]:
+        """Keep the chosen candidates as the next segment; check invariants on them."""
+        idx = array("q")
+        idx.frombytes(chosen)
+        cand = self.cand
+        nxt = [cand[j] for j in idx]
+        self.cand = []
+        p, fpr = self.p, self.fpr
+        found = None  # (position in nxt, name)
+        for pos, t in enumerate(nxt):
+            if fpr.validating:
+                fpr.check(t)
+            for name, ifn in self.invs:
+                try:
+                    ok = ifn(p, t)
+                except Exception as exc:
+                    raise SpecRaised(f"invariant {name}", t, exc) from exc
+                if not ok:
+                    found = (pos, name)
+                    break
+            if found is not None:
+                break
+        self.frontier = nxt
+        return len(nxt), found
+
+    def take(self, count: int, from_tail: bool) -> bytes:
+        """Give away ``count`` states from one end (rebalancing keeps segments contiguous)."""
+        if from_tail:
+            moved, self.frontier = self.frontier[len(self.frontier) - count:], self.frontier[: len(self.frontier) - count]
+        else:
+            moved, self.frontier = self.frontier[:count], self.frontier[count:]
+        return pickle.dumps(moved, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def give(self, data: bytes, at_front: bool) -> int:
+        moved = pickle.loads(data)
+        self.frontier = moved + self.frontier if at_front else self.frontier + moved
+        return len(self.frontier)
+
+
+def _serve(conn: Any, segment: _Segment) -> None:
+    """A worker process: answer the parent's requests until told to stop."""
+    try:
+        while True:
+            msg = conn.recv()
+            op = msg[0]
+            try:
+                if op == "expand":
+                    conn.send(("ok", segment.expand()))
+                elif op == "keep":
+                    conn.send(("ok", segment.keep(msg[1])))
+                elif op == "take":
+                    conn.send(("ok", segment.take(msg[1], msg[2])))
+                elif op == "give":
+                    conn.send(("ok", segment.give(msg[1], msg[2])))
+                elif op == "stop":
+                    return
+            except KeyboardInterrupt:
+                return
+            except SpecRaised as exc:
+                conn.send(("raised", exc.where, _portable(exc.state), type(exc.error).__name__, str(exc.error)))
+            except UsageError as exc:
+                conn.send(("usage", str(exc)))
+            except Exception as exc:  # the engine's own bug: report it, do not hang the parent
+                conn.send(("raised", "the engine worker", None, type(exc).__name__, str(exc)))
+    except (EOFError, KeyboardInterrupt):
+        return
+
+
+def _portable(state: Any) -> Any:
+    try:
+        pickle.dumps(state)
+        return state
+    except Exception:
+        return repr(state)
+
+
+class _Remote:
+    """The parent's handle on one worker process."""
+
+    def __init__(self, ctx: Any, segment: _Segment) -> None:
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_serve, args=(child, segment), daemon=True)
+        self.proc.start()
+        child.close()
+
+    def call(self, *msg: Any) -> Any:
+        self.conn.send(msg)
+        return self.result()
+
+    def send(self, *msg: Any) -> None:
+        self.conn.send(msg)
+
+    def result(self) -> Any:
+        try:
+            reply = self.conn.recv()
+        except EOFError:
+            raise SpecRaised("a worker process", None, RuntimeError("worker exited unexpectedly")) from None
+        if reply[0] == "ok":
+            return reply[1]
+        if reply[0] == "usage":
+            raise UsageError(reply[1])
+        _, where, state, ename, text = reply
+        raise SpecRaised(where, state, type(ename, (Exception,), {})(text))
+
+    def stop(self) -> None:
+        try:
+            self.conn.send(("stop",))
+        except (OSError, BrokenPipeError):
+            pass
+        self.proc.join(timeout=2)
+        if self.proc.is_alive():
+            self.proc.terminate()
+
+
+class _Local:
+    """The same interface as _Remote for the segment the parent expands itself."""
+
+    def __init__(self, segment: _Segment) -> None:
+        self.segment = segment
+        self._pending: Any = None
+
+    def send(self, *msg: Any) -> None:
+        op = msg[0]
+        self._pending = getattr(self.segment, op)(*msg[1:])
+
+    def result(self) -> Any:
+        out, self._pending = self._pending, None
+        return out
+
+    def call(self, *msg: Any) -> Any:
+        self.send(*msg)
+        return self.result()
+
+    def stop(self) -> None:
+        pass
+
+
+def explore_multicore(
+    spec: Spec,
+    properties: Sequence[Property] | None = None,
+    *,
+    workers: int = 2,
+    max_depth: int | None = None,
+    max_states: int | None = None,
+    symmetry: bool = False,
+    deadlock: bool = False,
+    progress: Progress | None = None,
+    fork_threshold: int = FORK_THRESHOLD,
+) -> CheckResult:
+    """Like ``local.explore`` (same results), on ``workers`` processes once levels are large."""
+    if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return explore(spec, properties, max_depth=max_depth, max_states=max_states, symmetry=symmetry,
+                       deadlock=deadlock, progress=progress)
+    props = tuple(spec.default_properties() if properties is None else properties)
+    p = spec.p
+    started = time.perf_counter()
+    try:
+        inits = spec.initial()
+    except Exception as exc:
+        raise SpecRaised(f"{type(spec).__name__}.init_states", None, exc) from exc
+    if not inits:
+        raise UsageError(f"spec {spec.name} has no initial states with parameters {p.as_dict()}")
+    key, fpr = state_key_function(spec, inits[0], symmetry)
+    invs = [(pr.name, pr.fn) for pr in props if pr.kind == "invariant"]
+
+    seen: dict[int, int] = {}
+    parent = array("q")
+    sidx = array("l")
+    generated = len(inits)
+    depth = 1
+    violated: str | None = None
+    bad_path: list[int] | None = None
+    reason: str | None = None
+    frontier: list[Any] = []
+    for i, s in enumerate(inits):
+        fpr.check(s)
+        k = key(s)
+        if k in seen:
+            continue
+        if max_states is not None and len(seen) >= max_states:
+            reason = "max-states"
+            break
+        seen[k] = len(parent)
+        parent.append(-1)
+        sidx.append(i)
+        frontier.append(s)
+        if violated is None:
+            for name, fn in invs:
+                try:
+                    ok = fn(p, s)
+                except Exception as exc:
+                    raise SpecRaised(f"invariant {name}", s, exc) from exc
+                if not ok:
+                    violated, bad_path = name, _path(parent, sidx, len(parent) - 1)
+                    break
+
+    def result(kind: str) -> CheckResult:
+        return CheckResult(
+            spec=spec.name, params=p.as_dict(), engine="local", result=kind,
+            invariants=tuple(pr.name for pr in props) + ((DEADLOCK,) if deadlock else ()),
+            violated=violated, distinct_states=len(seen), states_generated=generated, depth=depth,
+            seconds=time.perf_counter() - started,
+            trace=replay(spec, bad_path) if bad_path is not None else None,
+            reason=reason, symmetry=symmetry, extra={"workers": len(handles) if handles else 1},
+        )
+
+    handles: list[Any] = [_Local(_Segment(spec, props, key, fpr, deadlock, frontier))]
+    sizes = [len(frontier)]
+    level_start = 0
+    if progress:
+        progress(LevelStats(1, len(seen), generated, len(frontier), time.perf_counter() - started))
+    if reason is not None:
+        return result(INCOMPLETE)
+    if violated is not None:
+        return result(VIOLATION)
+    ctx = multiprocessing.get_context("fork")
+    try:
+        while sum(sizes) > 0:
+            if len(handles) == 1 and sizes[0] >= fork_threshold:
+                handles, sizes = _fork(ctx, handles[0].segment, workers)
+            last_level = max_depth is not None and depth >= max_depth
+            for h in handles:
+                h.send("expand")
+            replies = [h.result() for h in handles]
+            n = len(parent)
+            chosen: list[array] = []
+            found: tuple[Any, ...] | None = None  # (order key, name, path)
+            dead: tuple[int, int] | None = None
+            offset = level_start
+            gen_before = generated
+            stop: str | None = None
+            for w, (kb, wb, ob, gen, aprop, dpos) in enumerate(replies):
+                keys = array("q")
+                keys.frombytes(kb)
+                where = array("q")
+                where.frombytes(wb)
+                keep = array("q")
+                if dpos is not None and dead is None:
+                    dead = (w, offset + dpos)
+                if aprop is not None:
+                    order = (offset + aprop[0], aprop[1], 0)
+                    if found is None or order < found[0]:
+                        found = (order, aprop[2], _path(parent, sidx, offset + aprop[0]) + [aprop[1]])
+                if stop is None:
+                    for j, k in enumerate(keys):
+                        if k in seen:
+                            continue
+                        if last_level or (max_states is not None and n >= max_states):
+                            stop = "max-depth" if last_level else "max-states"
+                            ordinal = array("q")
+                            ordinal.frombytes(ob)
+                            generated = gen_before + ordinal[j] + 1
+                            break
+                        seen[k] = n
+                        wh = where[j]
+                        parent.append(offset + (wh >> 16))
+                        sidx.append(wh & 0xFFFF)
+                        keep.append(j)
+                        n += 1
+                    if stop is None:
+                        gen_before += gen
+                chosen.append(keep)
+                offset += sizes[w]
+            if stop is not None:
+                reason = stop
+                return result(INCOMPLETE)
+            generated = gen_before
+            for h, keep in zip(handles, chosen):
+                h.send("keep", keep.tobytes())
+            kept = [h.result() for h in handles]
+            base = level_start + sum(sizes)
+            for (count, inv), keep, w in zip(kept, chosen, range(len(handles))):
+                if inv is not None:
+                    gidx = base + inv[0]
+                    wh = parent[gidx], sidx[gidx]
+                    order = (wh[0], wh[1], 1)
+                    if found is None or order < found[0]:
+                        found = (order, inv[1], _path(parent, sidx, gidx))
+                base += count
+            level_start += sum(sizes)
+            sizes = [c for c, _ in kept]
+            if sum(sizes):
+                depth += 1
+            if progress:
+                progress(LevelStats(depth, len(seen), generated, sum(sizes), time.perf_counter() - started))
+            if dead is not None:
+                violated, bad_path = DEADLOCK, _path(parent, sidx, dead[1])
+            elif found is not None:
+                violated, bad_path = found[1], found[2]
+            if violated is not None:
+                depth = max(depth, len(bad_path))
+                return result(VIOLATION)
+            if len(handles) > 1:
+                sizes = _rebalance(handles, sizes)
+    except KeyboardInterrupt:
+        reason = "interrupted"
+        return result(INCOMPLETE)
+    finally:
+        for h in handles:
+            h.stop()
+    return result(OK)
+
+
+def _fork(ctx: Any, segment: _Segment, workers: int) -> tuple[list[Any], list[int]]:
+    """Split the parent's segment into contiguous slices, one forked worker each."""
+    frontier = segment.frontier
+    size = len(frontier)
+    bounds = [size * w // workers for w in range(workers + 1)]
+    handles: list[Any] = []
+    sizes = []
+    for w in range(workers):
+        part = frontier[bounds[w]:bounds[w + 1]]
+        child = _Segment(segment.spec, (), segment.key, segment.fpr, segment.deadlock, part)
+        child.invs, child.aprops = segment.invs, segment.aprops
+        handles.append(_Remote(ctx, child))
+        sizes.append(len(part))
+    segment.frontier = []
+    return handles, sizes
+
+
+def _rebalance(handles: list[Any], sizes: list[int]) -> list[int]:
+    """Move states between neighbouring segments when one holds far more than its share."""
+    total = sum(sizes)
+    if total < FORK_THRESHOLD:
+        return sizes
+    target = [total * (w + 1) // len(sizes) - total * w // len(sizes) for w in range(len(sizes))]
+    if max(abs(s - t) for s, t in zip(sizes, target)) * len(sizes) * 8 < total:
+        return sizes  # within ~12%: moving states costs more than the imbalance
+    sizes = list(sizes)
+    for w in range(len(sizes) - 1):
+        surplus = sizes[w] - target[w]
+        surplus = max(surplus, -sizes[w + 1])
+        if surplus > 0:
+            data = handles[w].call("take", surplus, True)
+            handles[w + 1].call("give", data, True)
+        elif surplus < 0:
+            data = handles[w + 1].call("take", -surplus, False)
+            handles[w].call("give", data, False)
+        sizes[w] -= surplus
+        sizes[w + 1] += surplus
+    return sizes
