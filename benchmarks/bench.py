@@ -1,0 +1,105 @@
+"""Measure the local engine on named configurations of the bundled specs.
+
+    python benchmarks/bench.py --list
+    python benchmarks/bench.py replication-kip320-3r [--workers 2] [--repeat 3]
+
+For each configuration, in a fresh process: distinct states, states generated, depth, wall
+seconds, CPU seconds (user + system, workers included: the honest figure on a busy machine),
+states generated per second, peak memory (RSS of the checking process and, separately, of its
+largest worker) and bytes of peak RSS per distinct state.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+CONFIGS: dict[str, tuple[str, dict[str, object], str]] = {
+    "controller-default": ("controller", {}, "the default controller check"),
+    "controller-epoch": ("controller", {"fencing": "epoch"}, "Kafka < 2.1 fencing (violates zk-writes-fenced)"),
+    "replication-kip279-2r": ("replication", {"truncation": "kip279", "replicas": 2}, "TLC parity: 9,027 states"),
+    "replication-kip320-2r": ("replication", {"truncation": "kip320", "replicas": 2}, "TLC parity: 5,973 states"),
+    "replication-kip320-first-try-2r": (
+        "replication", {"truncation": "kip320-first-try", "replicas": 2}, "TLC parity: 8,429 states"),
+    "replication-kip320-3r": (
+        "replication", {"truncation": "kip320", "replicas": 3, "log_size": 2, "max_records": 2, "max_leader_epoch": 2},
+        "TLC parity: 737,794 states, depth 26 (TLC: 30 s with 2 workers, 54 s with 1)"),
+    "replication-kip279-3r": ("replication", {"truncation": "kip279", "replicas": 3}, "violates strong-isr"),
+    "transactions-default": ("transactions", {}, "the default transactions check"),
+    "group-default": ("group", {}, "the default group check"),
+}
+
+_CHILD = r"""
+import json, resource, sys, time
+from kafkamc.spec.registry import build_spec
+from kafkamc.checker.multicore import explore_multicore
+ref, params, workers = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
+spec = build_spec(ref, params)
+cpu0 = time.process_time()
+r = explore_multicore(spec, workers=workers)
+me = resource.getrusage(resource.RUSAGE_SELF)
+kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({
+    "result": r.result, "violated": r.violated, "distinct": r.distinct_states,
+    "generated": r.states_generated, "depth": r.depth, "seconds": r.seconds,
+    "cpu": me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime,
+    "rss_kb": me.ru_maxrss, "worker_rss_kb": kids.ru_maxrss,
+}))
+"""
+
+
+def run_one(name: str, workers: int) -> dict[str, object]:
+    ref, params, _ = CONFIGS[name]
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, ref, json.dumps(params), str(workers)],
+        capture_output=True, text=True,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"{name}: failed: {done.stderr.strip().splitlines()[-1] if done.stderr else done.returncode}")
+    return json.loads(done.stdout)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("configs", nargs="*", help="configuration names (default: all but the largest)")
+    ap.add_argument("--list", action="store_true", help="list the configurations")
+    ap.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)), help="local engine processes")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per configuration (best wall time is shown)")
+    args = ap.parse_args(argv)
+    if args.list:
+        for name, (ref, params, note) in CONFIGS.items():
+            print(f"{name:34} {ref} {params}  {note}")
+        return 0
+    names = args.configs or [n for n in CONFIGS if n != "replication-kip320-3r"]
+    for name in names:
+        if name not in CONFIGS:
+            print(f"unknown configuration {name!r}; allowed: {', '.join(CONFIGS)}", file=sys.stderr)
+            return 2
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        load = float("nan")
+    print(f"# workers={args.workers} load-average-1m={load:.2f} cores={os.cpu_count()}")
+    header = (f"{'configuration':34} {'result':10} {'distinct':>10} {'generated':>11} {'depth':>5} "
+              f"{'wall s':>8} {'cpu s':>8} {'gen/s':>9} {'peak MB':>8} {'worker MB':>9} {'B/state':>8}")
+    print(header)
+    for name in names:
+        runs = [run_one(name, args.workers) for _ in range(args.repeat)]
+        best = min(runs, key=lambda r: r["seconds"])
+        rate = best["generated"] / best["seconds"] if best["seconds"] else 0.0
+        peak = best["rss_kb"] * 1024
+        verdict = best["result"] if best["violated"] is None else f"{best['result']}:{best['violated']}"
+        print(
+            f"{name:34} {verdict[:10]:10} {best['distinct']:>10,} {best['generated']:>11,} {best['depth']:>5} "
+            f"{best['seconds']:>8.2f} {best['cpu']:>8.2f} {rate:>9,.0f} {peak / 2**20:>8.1f} "
+            f"{best['worker_rss_kb'] / 1024:>9.1f} {peak / max(best['distinct'], 1):>8.0f}",
+            flush=True,
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
