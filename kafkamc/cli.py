@@ -82,7 +82,10 @@ def add_check_arguments(chk: argparse.ArgumentParser) -> None:
     chk.add_argument("--symmetry", action="store_true", help="reduce by the spec's symmetry representative")
     chk.add_argument("--deadlock", action="store_true", help="report a state with no successors as a violation")
     chk.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
-    chk.add_argument("--out", metavar="DIR", default=None, help="write the counterexample to DIR")
+    chk.add_argument("--out", metavar="DIR", default=None,
+                     help="write the counterexample to DIR (kafkamc JSON and ITF)")
+    chk.add_argument("--html", nargs="?", const="", default=None, metavar="FILE",
+                     help="on a violation, write the HTML trace viewer (default DIR or ./<spec>-<invariant>.html)")
     chk.add_argument("--progress", action="store_true", help="print a progress line per level on stderr")
 
 
@@ -219,9 +222,37 @@ def _file_part(spec_name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in spec_name)
 
 
+def write_counterexample(result: CheckResult, out_dir: str | None, html: str | None = None) -> list[str]:
+    """Every file a violation produces: JSON and ITF in ``out_dir``; the HTML viewer if asked."""
+    written: list[str] = []
+    if result.trace is None or result.violated is None:
+        return written
+    if out_dir:
+        path = write_trace_file(result, out_dir)
+        if path:
+            written.append(path)
+        try:
+            from kafkamc.counterexamples.itf import write_itf
+        except ImportError:
+            write_itf = None
+        if write_itf is not None:
+            path = write_itf(result, out_dir)
+            if path:
+                written.append(path)
+    if html is not None:
+        try:
+            from kafkamc.counterexamples.html import write_html
+        except ImportError:
+            raise UsageError("--html: this installation has no HTML trace viewer") from None
+        target = html or os.path.join(out_dir or ".", f"{_file_part(result.spec)}-{result.violated}.html")
+        os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+        written.append(write_html(result, target))
+    return written
+
+
 def _cmd_check(args: argparse.Namespace) -> int:
     result = run_check(args, args.spec)
-    written = write_trace_file(result, args.out) if args.out else None
+    written = write_counterexample(result, args.out, args.html)
     if args.json:
         print(json.dumps(result_to_json(result)))
     else:
@@ -229,6 +260,6 @@ def _cmd_check(args: argparse.Namespace) -> int:
         if result.trace is not None:
             print()
             print(render_trace(result.trace))
-        if written:
-            print(f"\ncounterexample written to {written}")
+        for path in written:
+            print(f"counterexample written to {path}")
     return EXIT_FOR_RESULT[result.result]

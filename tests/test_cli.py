@@ -115,6 +115,8 @@ def test_out_writes_the_counterexample(tmp_path, capsys):
     doc = json.loads(path.read_text())
     assert doc["violated"] == "x-below-limit" and doc["path"] == [0, 0, 0]
     assert len(doc["trace"]) == 3
+    itf = json.loads((tmp_path / "counters-x-below-limit.itf.json").read_text())
+    assert len(itf["states"]) == 3 and itf["#meta"]["invariant"] == "x-below-limit"
 
 
 def test_deadlock_flag(capsys):
