@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from kafkamc.invariants.api import invariant
 
-__all__ = ["strong_isr", "weak_isr", "leader_in_isr"]
+__all__ = ["strong_isr", "weak_isr", "leader_in_isr", "no_acked_data_loss", "no_divergence"]
 
 
 def _isr_agrees_below_hw(s, use_quorum_isr: bool) -> bool:
@@ -53,3 +53,57 @@ def weak_isr(p, s) -> bool:
 def leader_in_isr(p, s) -> bool:
     """LeaderInIsr: quorum leader in quorum ISR. The model starts and passes through states without a leader."""
     return s.quorum_leader in s.quorum_isr
+
+
+@invariant(
+    "no-acked-data-loss",
+    "every acknowledged record is in the log of every live replica that presumes leadership in its epoch or later",
+)
+def no_acked_data_loss(p, s) -> bool:
+    """An acknowledged write survives: any leader of the same or a later epoch holds it at its offset.
+
+    A leader never truncates its own log, so a leader elected after the acknowledgement that
+    lacks the record will make its followers drop it too. acks=1 loses such records when the
+    leader changes before replication; acks=all with min.insync.replicas and clean election
+    should not (Kafka's documented durability guarantee).
+    """
+    if not s.acked:
+        return True
+    logs = s.logs
+    leader = s.leader
+    leader_epoch = s.leader_epoch
+    for i, ld in enumerate(leader):
+        if ld != i + 1:
+            continue
+        log = logs[i]
+        e = leader_epoch[i]
+        for o, rid, re in s.acked:
+            if re <= e and (len(log) <= o or log[o] != (rid, re)):
+                return False
+    return True
+
+
+@invariant(
+    "no-divergence",
+    "no two replicas hold different records at an offset below both their high watermarks",
+)
+def no_divergence(p, s) -> bool:
+    """Committed prefixes agree: below both high watermarks, two replicas hold the same records.
+
+    KIP-101 (KAFKA-1211) describes replicas that diverge below their high watermarks after
+    truncating to a stale high watermark, most easily after both crash and lose unflushed data.
+    """
+    logs = s.logs
+    hws = s.hw
+    n = len(logs)
+    for a in range(n):
+        ha = hws[a]
+        if not ha:
+            continue
+        la = logs[a]
+        for b in range(a + 1, n):
+            lb = logs[b]
+            m = min(ha, hws[b], len(la), len(lb))
+            if m and la[:m] != lb[:m]:
+                return False
+    return True

@@ -2,66 +2,101 @@
 
 With its extensions off this is the same state machine as Jason Gustafson's TLA+ model of Kafka
 replication (modules KafkaReplication, KafkaTruncateToHighWatermark, Kip101, Kip279,
-Kip320FirstTry and Kip320): TLC and kafkamc explore the same distinct states to the same depth.
-The parameter ``truncation`` picks the follower truncation rule:
+Kip320FirstTry and Kip320): TLC and kafkamc explore the same distinct states to the same depth
+and generate the same number of successors. The parameter ``truncation`` picks the follower
+truncation rule:
 
 - ``hw``: truncate to the local high watermark on becoming follower (Kafka up to 0.10.2);
 - ``kip101``: KIP-101 (KAFKA-1211, 0.11.0), OffsetsForLeaderEpoch on the epoch of the last record;
 - ``kip279``: KIP-279 (KAFKA-6361, 2.0), truncate after the largest offset both logs agree on;
 - ``kip320-first-try``: the first KIP-320 design, fencing fetches on the last fetched epoch only
-  and truncating lazily; model checking showed it loses committed data, as the KIP's Rejected
-  Alternatives say;
-- ``kip320``: KIP-320 (KAFKA-7395, KAFKA-7164, 2.1), every fetch, truncation, high watermark
-  advance and ISR expansion is fenced by the current leader epoch, and the ISR only admits
-  followers that reached the start of the leader's epoch (KAFKA-7128).
+  and truncating lazily; model checking showed it unsafe (the KIP's Rejected Alternatives);
+- ``kip320``: KIP-320 (KAFKA-7395, KAFKA-7164, 2.1): fetch, truncation, high watermark advance
+  and ISR changes are fenced by the current leader epoch, and the ISR only admits followers that
+  reached the start of the leader's epoch (KAFKA-7128).
 
-The controller has no state of its own: it writes the quorum (ZooKeeper) state and adds a
-LeaderAndIsr request to a set that only grows. A replica may act on any request in the set at
-any time and any number of times, which models lost, delayed and duplicated requests.
+The controller has no state of its own: it writes the quorum (ZooKeeper) partition state and
+adds a LeaderAndIsr request to a set that only grows. A replica may act on any request in the set
+at any time and any number of times, which models lost, delayed and duplicated requests.
 
-The state keeps one tuple per field with one entry per replica (replica ``r`` at index ``r-1``),
-``0`` for "no leader" and ``-1`` for "no leader epoch". A log is a tuple of ``(id, epoch)``
-records; its end offset is its length. The set of requests is kept as a tuple in epoch order:
-every request has a fresh epoch, so ``requests[e]`` is the request of leader epoch ``e`` and the
-tuple is a canonical form of the set.
+Extensions, all off by default (the reference model does not have them):
 
-Where the TLA+ model reaches the same successor through two enabled branches (KIP-279's
-BecomeFollower on an empty log, KIP-320's ISR shrink of a follower both on a stale epoch and
-behind), the action yields it twice, so that ``states_generated`` counts as TLC does.
+- ``crash``: brokers crash and restart. A crashed broker does nothing and forgets its cached
+  LeaderAndIsr state; its log and high watermark checkpoint survive. On restart it accepts only
+  LeaderAndIsr requests sent after it came back (broker epochs, KIP-380) and the controller
+  resends it the current one.
+- ``unclean`` (unclean.leader.election.enable, KAFKA-1028 / ZooKeeper-era
+  ``OfflinePartitionLeaderElectionStrategy``): when no member of the ISR is alive, the controller
+  may elect a live replica outside the ISR, with the ISR reset to it alone. Implies ``crash``.
+- ``acks`` (``0``, ``1`` or ``all``) and ``min_isr`` (min.insync.replicas): the producer's
+  acknowledgements, recorded in ``acked``. ``1`` acknowledges on the leader's append; ``all``
+  refuses the append while the leader's ISR is smaller than min.insync.replicas
+  (NOT_ENOUGH_REPLICAS) and acknowledges once the high watermark passes the record with the ISR
+  still large enough (``Partition.checkEnoughReplicasReachOffset``). ``0`` records nothing.
+- ``lossy_crash``: a crash loses an unflushed suffix of the log, any suffix, since Kafka leaves
+  flushing to the OS (the KIP-101 "replica divergence" scenario). Implies ``crash``.
+
+Representation. One tuple per field with one entry per replica (replica ``r`` at index ``r-1``);
+``0`` is "no leader" and ``-1`` "no leader epoch". A log is a tuple of ``(id, epoch)`` records and
+its end offset is its length. The request set is a tuple in epoch order: every request carries a
+fresh epoch, so ``requests[e]`` is the request of leader epoch ``e`` and the tuple is a canonical
+form of the set; ``next_leader_epoch`` (its length) and the quorum's leader epoch (one less) are
+therefore properties rather than fields.
+
+Where the TLA+ model reaches one successor through two enabled branches (KIP-279's
+BecomeFollower on an empty log; KIP-320's ISR shrink of a follower that is both on a stale epoch
+and behind), the action yields it twice, so that ``states_generated`` counts as TLC does.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 from kafkamc.errors import UsageError
 from kafkamc.invariants.replication import (
     leader_in_isr,
+    no_acked_data_loss,
+    no_divergence,
     strong_isr,
     weak_isr,
 )
 from kafkamc.spec.api import Param, Params, Spec, action
 
-__all__ = ["Replication", "ReplicationState", "TRUNCATION_RULES"]
+__all__ = [
+    "Replication",
+    "ReplicationState",
+    "TRUNCATION_RULES",
+    "kip101_truncation_offset",
+    "kip279_truncation_offset",
+]
 
 TRUNCATION_RULES = ("hw", "kip101", "kip279", "kip320-first-try", "kip320")
 _HW, _KIP101, _KIP279, _FIRST_TRY, _KIP320 = range(5)
+_VARIANT = {name: code for code, name in enumerate(TRUNCATION_RULES)}
+
+# Bounds of the parameters; the label tables below cover them.
+_MAX_REPLICAS = 6
+_MAX_LOG = 8
+_MAX_RECORDS = 16
+_MAX_EPOCH = 16
 
 Record = tuple[int, int]
 Log = tuple[Record, ...]
 Request = tuple[int, int, frozenset[int]]
+Ack = tuple[int, int, int]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class ReplicationState:
     """One partition. Per-replica tuples are indexed by replica id minus one.
 
     logs[i]: the records (id, leader epoch) of replica i+1, offset 0 first.
-    hw, leader_epoch, leader, isr: each replica's high watermark and its cached LeaderAndIsr
-    state (leader 0 and leader epoch -1 mean none).
+    hw, leader_epoch, leader, isr: each replica's high watermark and cached LeaderAndIsr state
+    (leader 0 and leader epoch -1 mean none).
+    next_record_id: the id of the next producer record.
     requests: every LeaderAndIsr request sent, (leader, leader_epoch, isr), in epoch order.
-    quorum_*: the partition state in ZooKeeper.
+    quorum_leader, quorum_isr: the partition state in ZooKeeper (its epoch is the last request's).
+    down: crashed brokers (``crash``). acked: acknowledged records (offset, id, epoch) (``acks``).
     """
 
     logs: tuple[Log, ...]
@@ -70,78 +105,100 @@ class ReplicationState:
     leader: tuple[int, ...]
     isr: tuple[frozenset[int], ...]
     next_record_id: int
-    next_leader_epoch: int
     requests: tuple[Request, ...]
-    quorum_leader_epoch: int
     quorum_leader: int
     quorum_isr: frozenset[int]
+    down: frozenset[int]
+    acked: tuple[Ack, ...]
+
+    @property
+    def next_leader_epoch(self) -> int:
+        return len(self.requests)
+
+    @property
+    def quorum_leader_epoch(self) -> int:
+        return len(self.requests) - 1
 
 
-class _Tables:
-    """What the actions look up instead of recomputing: replica ranges and every label."""
+def _init_state(
+    self,
+    logs,
+    hw,
+    leader_epoch,
+    leader,
+    isr,
+    next_record_id,
+    requests,
+    quorum_leader,
+    quorum_isr,
+    down,
+    acked,
+    _logs=ReplicationState.logs.__set__,
+    _hw=ReplicationState.hw.__set__,
+    _leader_epoch=ReplicationState.leader_epoch.__set__,
+    _leader=ReplicationState.leader.__set__,
+    _isr=ReplicationState.isr.__set__,
+    _next_record_id=ReplicationState.next_record_id.__set__,
+    _requests=ReplicationState.requests.__set__,
+    _quorum_leader=ReplicationState.quorum_leader.__set__,
+    _quorum_isr=ReplicationState.quorum_isr.__set__,
+    _down=ReplicationState.down.__set__,
+    _acked=ReplicationState.acked.__set__,
+) -> None:
+    _logs(self, logs)
+    _hw(self, hw)
+    _leader_epoch(self, leader_epoch)
+    _leader(self, leader)
+    _isr(self, isr)
+    _next_record_id(self, next_record_id)
+    _requests(self, requests)
+    _quorum_leader(self, quorum_leader)
+    _quorum_isr(self, quorum_isr)
+    _down(self, down)
+    _acked(self, acked)
 
-    __slots__ = (
-        "n", "rng", "pairs", "variant", "log_size", "max_records", "max_epoch",
-        "elect", "shrink", "become_leader", "write", "leader_shrink", "leader_expand",
-        "inc_hw", "fetch", "become_follower", "truncate",
+
+# Building successors dominates exploration, and the __init__ that dataclasses generates for a
+# frozen class goes through object.__setattr__ once per field; writing the slots directly halves
+# the cost. The signature is the generated one, so the constructor is called as usual.
+ReplicationState.__init__ = _init_state
+
+# Precomputed, immutable: replica ranges and every label, so that the actions format nothing.
+_RNG = tuple(tuple((r, r - 1) for r in range(1, n + 1)) for n in range(_MAX_REPLICAS + 1))
+_R = tuple(range(_MAX_REPLICAS + 1))
+_NAME = ("none",) + tuple(f"r{r}" for r in range(1, _MAX_REPLICAS + 1))
+_E = range(-1, _MAX_EPOCH + 1)
+_O = range(_MAX_LOG + 1)
+_L_ELECT = tuple(tuple(f"ControllerElectLeader(r{r}, epoch={e})" for e in _E) for r in _R)
+_L_UNCLEAN = tuple(tuple(f"ControllerUncleanElectLeader(r{r}, epoch={e})" for e in _E) for r in _R)
+_L_SHRINK = tuple(tuple(f"ControllerShrinkIsr(r{r}, epoch={e})" for e in _E) for r in _R)
+_L_LEADER = tuple(tuple(f"BecomeLeader(r{r}, epoch={e})" for e in _E) for r in _R)
+_L_WRITE = tuple(tuple(f"LeaderWrite(r{r}, id={i})" for i in range(_MAX_RECORDS)) for r in _R)
+_L_ACK = tuple(tuple(f"LeaderAck(r{r}, offset={o})" for o in _O) for r in _R)
+_L_LSHRINK = tuple(tuple(f"LeaderShrinkIsr(r{a}, remove=r{b})" for b in _R) for a in _R)
+_L_LEXPAND = tuple(tuple(f"LeaderExpandIsr(r{a}, add=r{b})" for b in _R) for a in _R)
+_L_INC_HW = tuple(tuple(f"LeaderIncHighWatermark(r{r}, hw={h + 1})" for h in _O) for r in _R)
+_L_FETCH = tuple(
+    tuple(tuple(f"FollowerFetch(r{f}, leader=r{ld}, offset={o})" for o in _O) for ld in _R) for f in _R
+)
+_L_FOLLOW = tuple(
+    tuple(
+        tuple(
+            tuple(f"BecomeFollower(r{r}, leader={_NAME[ld]}, epoch={e}, truncate_to={t})" for t in _O)
+            for e in _E
+        )
+        for ld in _R
     )
-
-    def __init__(self, n: int, variant: int, log_size: int, max_records: int, max_epoch: int) -> None:
-        self.n = n
-        self.variant = variant
-        self.log_size = log_size
-        self.max_records = max_records
-        self.max_epoch = max_epoch
-        # (replica id, its index) pairs, ascending: the order of every quantifier over replicas.
-        self.rng = tuple((r, r - 1) for r in range(1, n + 1))
-        self.pairs = tuple((a, a - 1, b, b - 1) for a in range(1, n + 1) for b in range(1, n + 1) if a != b)
-        epochs = range(max_epoch + 1)
-        ids = range(max_records)
-        offsets = range(log_size + 1)
-        names = ["none"] + [f"r{r}" for r in range(1, n + 1)]
-        self.elect = {(r, e): f"ControllerElectLeader(r{r}, epoch={e})" for r in range(1, n + 1) for e in epochs}
-        self.shrink = {(r, e): f"ControllerShrinkIsr(r{r}, epoch={e})" for r in range(1, n + 1) for e in epochs}
-        self.become_leader = {
-            (r, e): f"BecomeLeader(r{r}, epoch={e})" for r in range(1, n + 1) for e in epochs
-        }
-        self.write = {(r, i): f"LeaderWrite(r{r}, id={i})" for r in range(1, n + 1) for i in ids}
-        self.leader_shrink = {
-            (a, b): f"LeaderShrinkIsr(r{a}, remove=r{b})" for a in range(1, n + 1) for b in range(1, n + 1)
-        }
-        self.leader_expand = {
-            (a, b): f"LeaderExpandIsr(r{a}, add=r{b})" for a in range(1, n + 1) for b in range(1, n + 1)
-        }
-        self.inc_hw = {
-            (r, h): f"LeaderIncHighWatermark(r{r}, hw={h + 1})" for r in range(1, n + 1) for h in offsets
-        }
-        self.fetch = {
-            (f, ld, o): f"FollowerFetch(r{f}, leader=r{ld}, offset={o})"
-            for f in range(1, n + 1)
-            for ld in range(1, n + 1)
-            for o in offsets
-        }
-        self.become_follower = {
-            (r, ld, e, t): f"BecomeFollower(r{r}, leader={names[ld]}, epoch={e}, truncate_to={t})"
-            for r in range(1, n + 1)
-            for ld in range(0, n + 1)
-            for e in epochs
-            for t in offsets
-        }
-        self.truncate = {
-            (f, ld, t): f"FollowerTruncate(r{f}, leader=r{ld}, truncate_to={t})"
-            for f in range(1, n + 1)
-            for ld in range(1, n + 1)
-            for t in offsets
-        }
-
-
-@lru_cache(maxsize=64)
-def _tables_for(n: int, truncation: str, log_size: int, max_records: int, max_epoch: int) -> _Tables:
-    return _Tables(n, TRUNCATION_RULES.index(truncation), log_size, max_records, max_epoch)
-
-
-def _tables(p: Params) -> _Tables:
-    return _tables_for(p.replicas, p.truncation, p.log_size, p.max_records, p.max_leader_epoch)
+    for r in _R
+)
+_L_TRUNCATE = tuple(
+    tuple(tuple(f"FollowerTruncate(r{f}, leader=r{ld}, truncate_to={t})" for t in _O) for ld in _R)
+    for f in _R
+)
+_L_CRASH = tuple(f"BrokerCrash(r{r})" for r in _R)
+_L_LOSSY_CRASH = tuple(tuple(f"BrokerCrash(r{r}, log_end_offset={k})" for k in _O) for r in _R)
+_L_RESTART = tuple(f"BrokerRestart(r{r})" for r in _R)
+_NO_ISR: frozenset[int] = frozenset()
 
 
 def kip279_truncation_offset(leader_log: Log, follower_log: Log) -> int:
@@ -176,28 +233,43 @@ def kip101_truncation_offset(leader_log: Log, follower_log: Log, follower_hw: in
     return follower_hw
 
 
+def _crashes(p: Params) -> bool:
+    return p.crash or p.unclean or p.lossy_crash
+
+
 class Replication(Spec):
     """Kafka partition replication after Jason Gustafson's TLA+ model (KIP-101, KIP-279, KIP-320)."""
 
     name = "replication"
     description = (
         "One partition's replication: LeaderAndIsr, ISR changes, high watermark, follower truncation "
-        "(hw, KIP-101, KIP-279, KIP-320)"
+        "(hw, KIP-101, KIP-279, KIP-320), crashes, unclean election, acks"
     )
     parameters = (
-        Param("replicas", 2, "number of replicas (ids r1..rN)", min=1, max=6),
-        Param("log_size", 2, "log capacity of every replica (offsets 0..log_size-1)", min=1, max=8),
-        Param("max_records", 2, "number of producer records (ids 0..max_records-1)", min=0, max=16),
-        Param("max_leader_epoch", 2, "largest leader epoch the controller may assign", min=0, max=16),
+        Param("replicas", 2, "number of replicas (ids r1..rN)", min=1, max=_MAX_REPLICAS),
+        Param("log_size", 2, "log capacity of every replica (offsets 0..log_size-1)", min=1, max=_MAX_LOG),
+        Param("max_records", 2, "number of producer records (ids 0..max_records-1)", min=0, max=_MAX_RECORDS),
+        Param("max_leader_epoch", 2, "largest leader epoch the controller may assign", min=0, max=_MAX_EPOCH),
         Param(
             "truncation",
             "kip320",
             "follower truncation rule: hw (0.10), kip101 (0.11), kip279 (2.0), kip320-first-try, kip320 (2.1)",
             choices=TRUNCATION_RULES,
         ),
+        Param("crash", False, "brokers may crash and restart (implied by unclean and lossy_crash)"),
+        Param("unclean", False, "unclean.leader.election.enable: elect a live non-ISR replica when no ISR member is alive"),
+        Param("acks", "0", "producer acks: 0 (nothing recorded), 1 (on leader append), all", choices=("0", "1", "all")),
+        Param("min_isr", 1, "min.insync.replicas, enforced with acks=all", min=1, max=_MAX_REPLICAS),
+        Param("lossy_crash", False, "a crash loses an unflushed suffix of the broker's log"),
     )
-    invariants = (strong_isr, weak_isr, leader_in_isr)
+    invariants = (strong_isr, weak_isr, leader_in_isr, no_acked_data_loss, no_divergence)
     default_invariants = ("strong-isr", "weak-isr")
+
+    def validate_params(self, p: Params) -> None:
+        if p.min_isr > p.replicas:
+            raise UsageError(
+                f"parameter min_isr={p.min_isr} exceeds replicas={p.replicas}; allowed: an integer in 1..{p.replicas}"
+            )
 
     @staticmethod
     def init_states(p: Params):
@@ -207,37 +279,64 @@ class Replication(Spec):
             hw=(0,) * n,
             leader_epoch=(-1,) * n,
             leader=(0,) * n,
-            isr=(frozenset(),) * n,
+            isr=(_NO_ISR,) * n,
             next_record_id=0,
-            next_leader_epoch=0,
             requests=(),
-            quorum_leader_epoch=-1,
             quorum_leader=0,
             quorum_isr=frozenset(range(1, n + 1)),
+            down=frozenset(),
+            acked=(),
         )
 
     # -- controller ------------------------------------------------------------------------
 
     @action
     def controller_elect_leader(p, s):
-        """Clean leader election: any ISR member other than the current leader, with a new leader epoch.
+        """Clean leader election: an ISR member other than the current leader, with a new leader epoch.
 
-        ZooKeeper-era controller (KafkaController.onPartitionReelection); the model lets the
-        controller elect at any time, which covers broker failure and preferred-leader election.
+        ZooKeeper-era controller (KafkaController.onPartitionReelection). The model lets the
+        controller elect at any time, which covers broker failure and preferred election; with
+        ``crash`` the new leader must be alive.
         """
-        e = s.next_leader_epoch
+        requests = s.requests
+        e = len(requests)
         if e > p.max_leader_epoch:
             return ()
-        t = _tables(p)
         isr = s.quorum_isr
         cur = s.quorum_leader
+        down = s.down
         out = []
-        for r, _ in t.rng:
-            if r in isr and r != cur:
-                req = (r, e, isr)
-                out.append((t.elect[r, e], ReplicationState(
-                    s.logs, s.hw, s.leader_epoch, s.leader, s.isr,
-                    s.next_record_id, e + 1, s.requests + (req,), e, r, isr,
+        for r, _ in _RNG[p.replicas]:
+            if r in isr and r != cur and not (down and r in down):
+                out.append((_L_ELECT[r][e + 1], ReplicationState(
+                    s.logs, s.hw, s.leader_epoch, s.leader, s.isr, s.next_record_id,
+                    requests + ((r, e, isr),), r, isr, down, s.acked,
+                )))
+        return out
+
+    @action
+    def controller_unclean_elect_leader(p, s):
+        """``unclean`` only: with no live ISR member, elect a live replica outside the ISR; the ISR becomes it alone.
+
+        unclean.leader.election.enable (KAFKA-1028); the new leader may lack committed records.
+        """
+        if not p.unclean:
+            return ()
+        requests = s.requests
+        e = len(requests)
+        if e > p.max_leader_epoch:
+            return ()
+        isr = s.quorum_isr
+        down = s.down
+        if not isr <= down:
+            return ()
+        out = []
+        for r, _ in _RNG[p.replicas]:
+            if r not in isr and r not in down:
+                new_isr = frozenset((r,))
+                out.append((_L_UNCLEAN[r][e + 1], ReplicationState(
+                    s.logs, s.hw, s.leader_epoch, s.leader, s.isr, s.next_record_id,
+                    requests + ((r, e, new_isr),), r, new_isr, down, s.acked,
                 )))
         return out
 
@@ -245,30 +344,28 @@ class Replication(Spec):
     def controller_shrink_isr(p, s):
         """The controller removes a failed broker from the ISR, bumping the leader epoch.
 
-        A failed leader leaves no leader; the last ISR member stays in the ISR, as Kafka keeps
-        the "last replica standing" (pre KIP-966).
+        A failed leader leaves no leader; a sole ISR member stays in the ISR, as ZooKeeper-era
+        Kafka keeps the "last replica standing" (before KIP-966).
         """
-        e = s.next_leader_epoch
+        requests = s.requests
+        e = len(requests)
         if e > p.max_leader_epoch:
             return ()
-        t = _tables(p)
         isr = s.quorum_isr
         cur = s.quorum_leader
         out = []
-        for r, _ in t.rng:
+        for r, _ in _RNG[p.replicas]:
             if r == cur:
-                if len(isr) == 1 and r in isr:
-                    new_leader, new_isr = 0, isr
-                else:
-                    new_leader, new_isr = 0, isr - {r}
+                new_leader = 0
+                new_isr = isr if (len(isr) == 1 and r in isr) else isr - {r}
             elif r in isr:
-                new_leader, new_isr = cur, isr - {r}
+                new_leader = cur
+                new_isr = isr - {r}
             else:
                 continue
-            req = (new_leader, e, new_isr)
-            out.append((t.shrink[r, e], ReplicationState(
-                s.logs, s.hw, s.leader_epoch, s.leader, s.isr,
-                s.next_record_id, e + 1, s.requests + (req,), e, new_leader, new_isr,
+            out.append((_L_SHRINK[r][e + 1], ReplicationState(
+                s.logs, s.hw, s.leader_epoch, s.leader, s.isr, s.next_record_id,
+                requests + ((new_leader, e, new_isr),), new_leader, new_isr, s.down, s.acked,
             )))
         return out
 
@@ -281,19 +378,18 @@ class Replication(Spec):
         Its high watermark is kept, so it typically starts behind the previous leader's.
         """
         out = []
-        t = _tables(p)
         leader_epoch = s.leader_epoch
+        down = s.down
         for req in s.requests:
             ld, e, isr = req
-            if ld and e > leader_epoch[ld - 1]:
+            if ld and e > leader_epoch[ld - 1] and not (down and ld in down):
                 i = ld - 1
-                out.append((t.become_leader[ld, e], ReplicationState(
+                out.append((_L_LEADER[ld][e + 1], ReplicationState(
                     s.logs, s.hw,
                     leader_epoch[:i] + (e,) + leader_epoch[i + 1:],
                     s.leader[:i] + (ld,) + s.leader[i + 1:],
                     s.isr[:i] + (isr,) + s.isr[i + 1:],
-                    s.next_record_id, s.next_leader_epoch, s.requests,
-                    s.quorum_leader_epoch, s.quorum_leader, s.quorum_isr,
+                    s.next_record_id, s.requests, s.quorum_leader, s.quorum_isr, down, s.acked,
                 )))
         return out
 
@@ -301,62 +397,88 @@ class Replication(Spec):
     def become_follower(p, s):
         """A replica follows the leader of a LeaderAndIsr request with a newer epoch, truncating first.
 
-        hw: truncate to the local high watermark (pre KIP-101). kip101: KIP-101's
+        hw: truncate to the local high watermark (before KIP-101). kip101: KIP-101's
         OffsetsForLeaderEpoch answer. kip279 and kip320: KIP-279's largest common offset; KIP-320
         (KAFKA-7164) also requires the leader to be in the request's epoch, so that the truncation
         point comes from the leader of that epoch. kip320-first-try: no truncation here; the
-        follower truncates lazily (follower_truncate).
+        follower truncates when a fetch fails (follower_truncate). A truncation point beyond the
+        follower's end offset disables the step, as TruncateTo does in the TLA+ model.
         """
-        t = _tables(p)
-        v = t.variant
-        requests = s.requests
+        v = _VARIANT[p.truncation]
         leader_epoch = s.leader_epoch
         logs = s.logs
         leader = s.leader
+        down = s.down
+        rng = _RNG[p.replicas]
         out = []
-        for ld, li, r, i in t.pairs:
-            le = leader_epoch[i]
-            for req in requests[le + 1:] if le >= 0 else requests:
-                if req[0] != ld:
+        if v == _KIP320:
+            # The only request a follower may act on for leader L is the one of L's own epoch,
+            # and a replica presuming leadership in epoch e got there through request e.
+            requests = s.requests
+            for ld, li in rng:
+                if leader[li] != ld:
                     continue
-                e = req[1]
+                e = leader_epoch[li]
+                risr = requests[e][2]
+                llog = logs[li]
+                for r, i in rng:
+                    if leader_epoch[i] >= e or r == ld or (down and r in down):
+                        continue
+                    log = logs[i]
+                    trunc = kip279_truncation_offset(llog, log) if log else 0
+                    hw = s.hw[i]
+                    out.append((_L_FOLLOW[r][ld][e + 1][trunc], ReplicationState(
+                        logs[:i] + (log[:trunc],) + logs[i + 1:] if trunc < len(log) else logs,
+                        s.hw[:i] + (trunc,) + s.hw[i + 1:] if trunc < hw else s.hw,
+                        leader_epoch[:i] + (e,) + leader_epoch[i + 1:],
+                        leader[:i] + (ld,) + leader[i + 1:],
+                        s.isr[:i] + (risr,) + s.isr[i + 1:],
+                        s.next_record_id, requests, s.quorum_leader, s.quorum_isr, down, s.acked,
+                    )))
+            return out
+        for req in s.requests:
+            ld, e, risr = req
+            if not ld:
+                continue
+            li = ld - 1
+            if down and ld in down and v != _HW:
+                # The truncation point comes from an OffsetsForLeaderEpoch call to the leader.
+                continue
+            llog = logs[li]
+            for r, i in rng:
+                if r == ld or leader_epoch[i] >= e or (down and r in down):
+                    continue
                 log = logs[i]
                 hw = s.hw[i]
-                if v == _KIP320:
-                    if leader[li] != ld or leader_epoch[li] != e:
-                        continue
-                    trunc = kip279_truncation_offset(logs[li], log)
-                elif v == _KIP279:
-                    trunc = kip279_truncation_offset(logs[li], log)
-                elif v == _FIRST_TRY:
-                    nxt = ReplicationState(
+                if v == _FIRST_TRY:
+                    out.append((_L_FOLLOW[r][ld][e + 1][len(log)], ReplicationState(
                         logs, s.hw,
                         leader_epoch[:i] + (e,) + leader_epoch[i + 1:],
                         leader[:i] + (ld,) + leader[i + 1:],
-                        s.isr[:i] + (req[2],) + s.isr[i + 1:],
-                        s.next_record_id, s.next_leader_epoch, requests,
-                        s.quorum_leader_epoch, s.quorum_leader, s.quorum_isr,
-                    )
-                    out.append((t.become_follower[r, ld, e, len(log)], nxt))
+                        s.isr[:i] + (risr,) + s.isr[i + 1:],
+                        s.next_record_id, s.requests, s.quorum_leader, s.quorum_isr, down, s.acked,
+                    )))
                     continue
+                if v == _KIP279:
+                    trunc = kip279_truncation_offset(llog, log)
                 elif v == _KIP101:
-                    trunc = kip101_truncation_offset(logs[li], log, hw)
+                    trunc = kip101_truncation_offset(llog, log, hw)
                 else:
                     trunc = hw
-                if trunc > len(log):
+                end = len(log)
+                if trunc > end:
                     continue
                 nxt = ReplicationState(
-                    logs[:i] + (log[:trunc],) + logs[i + 1:] if trunc < len(log) else logs,
-                    s.hw[:i] + (trunc if trunc < hw else hw,) + s.hw[i + 1:] if trunc < hw else s.hw,
+                    logs[:i] + (log[:trunc],) + logs[i + 1:] if trunc < end else logs,
+                    s.hw[:i] + (trunc,) + s.hw[i + 1:] if trunc < hw else s.hw,
                     leader_epoch[:i] + (e,) + leader_epoch[i + 1:],
                     leader[:i] + (ld,) + leader[i + 1:],
-                    s.isr[:i] + (req[2],) + s.isr[i + 1:],
-                    s.next_record_id, s.next_leader_epoch, requests,
-                    s.quorum_leader_epoch, s.quorum_leader, s.quorum_isr,
+                    s.isr[:i] + (risr,) + s.isr[i + 1:],
+                    s.next_record_id, s.requests, s.quorum_leader, s.quorum_isr, down, s.acked,
                 )
-                label = t.become_follower[r, ld, e, trunc]
+                label = _L_FOLLOW[r][ld][e + 1][trunc]
                 out.append((label, nxt))
-                if v == _KIP279 and not log:
+                if not end and v == _KIP279:
                     # Kip279's BecomeFollower has an "empty log" disjunct besides the general
                     # one; TLC generates this successor once for each.
                     out.append((label, nxt))
@@ -368,77 +490,112 @@ class Replication(Spec):
     def leader_write(p, s):
         """A replica that presumes leadership appends a producer record stamped with its leader epoch.
 
-        Writes are not fenced: a zombie leader accepts them too (acks=1 without KIP-320).
+        Appends are not fenced: a zombie leader accepts them too. With acks=1 the append is the
+        acknowledgement; with acks=all it is refused while the leader's ISR is smaller than
+        min.insync.replicas (NOT_ENOUGH_REPLICAS, Partition.appendRecordsToLeader).
         """
         rid = s.next_record_id
         if rid >= p.max_records:
             return ()
-        t = _tables(p)
-        out = []
+        acks = p.acks
+        min_isr = p.min_isr if acks == "all" else 0
+        log_size = p.log_size
         logs = s.logs
-        for r, i in t.rng:
-            if s.leader[i] == r:
+        leader = s.leader
+        out = []
+        for r, i in _RNG[p.replicas]:
+            if leader[i] == r:
                 log = logs[i]
-                if len(log) < t.log_size:
-                    out.append((t.write[r, rid], ReplicationState(
-                        logs[:i] + (log + ((rid, s.leader_epoch[i]),),) + logs[i + 1:],
-                        s.hw, s.leader_epoch, s.leader, s.isr,
-                        rid + 1, s.next_leader_epoch, s.requests,
-                        s.quorum_leader_epoch, s.quorum_leader, s.quorum_isr,
+                o = len(log)
+                if o < log_size and len(s.isr[i]) >= min_isr:
+                    e = s.leader_epoch[i]
+                    out.append((_L_WRITE[r][rid], ReplicationState(
+                        logs[:i] + (log + ((rid, e),),) + logs[i + 1:],
+                        s.hw, s.leader_epoch, leader, s.isr, rid + 1,
+                        s.requests, s.quorum_leader, s.quorum_isr, s.down,
+                        s.acked + ((o, rid, e),) if acks == "1" else s.acked,
+                    )))
+        return out
+
+    @action
+    def leader_ack(p, s):
+        """acks=all only: the leader acknowledges a record of its epoch once its high watermark passes it.
+
+        The delayed produce completes when the high watermark reaches the record and the ISR
+        still has min.insync.replicas members (Partition.checkEnoughReplicasReachOffset; else
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND). A leader that moved to another epoch no longer answers.
+        """
+        if p.acks != "all":
+            return ()
+        min_isr = p.min_isr
+        logs = s.logs
+        acked = s.acked
+        done = {a[1] for a in acked}
+        out = []
+        for r, i in _RNG[p.replicas]:
+            if s.leader[i] != r or len(s.isr[i]) < min_isr:
+                continue
+            e = s.leader_epoch[i]
+            log = logs[i]
+            for o in range(min(s.hw[i], len(log))):
+                rid, re = log[o]
+                if re == e and rid not in done:
+                    out.append((_L_ACK[r][o], ReplicationState(
+                        logs, s.hw, s.leader_epoch, s.leader, s.isr, s.next_record_id,
+                        s.requests, s.quorum_leader, s.quorum_isr, s.down,
+                        tuple(sorted(acked + ((o, rid, re),), key=lambda a: a[1])),
                     )))
         return out
 
     @action
     def leader_shrink_isr(p, s):
-        """The true leader removes a follower that is not caught up (ZooKeeper-era ISR write, fenced by zkVersion).
+        """The true leader removes a follower that is not caught up; ZooKeeper-era ISR write fenced by zkVersion.
 
-        hw, kip101, kip279: caught up means it follows this leader and has the leader's last
-        offset. kip320-first-try: and its record there has the leader's epoch. kip320: it
-        follows the leader's current epoch and its end offset is not behind.
+        hw, kip101, kip279: caught up means following this leader and holding the leader's last
+        offset; kip320-first-try: and with the leader's epoch at that offset; kip320: following
+        the leader's current epoch with an end offset not behind the leader's.
         """
         qld = s.quorum_leader
         if not qld:
             return ()
         li = qld - 1
-        if s.leader[li] != qld or s.leader_epoch[li] != s.quorum_leader_epoch:
+        leader = s.leader
+        leader_epoch = s.leader_epoch
+        lepoch = leader_epoch[li]
+        if leader[li] != qld or lepoch != len(s.requests) - 1:
             return ()
-        # Only the true leader may write the ISR (IsTrueLeader); the quorum ISR equals its own.
-        t = _tables(p)
-        v = t.variant
+        # Only the true leader may write the ISR (IsTrueLeader), so its ISR is the quorum's.
+        v = _VARIANT[p.truncation]
         isr = s.isr[li]
         logs = s.logs
         llog = logs[li]
         end = len(llog)
-        lepoch = s.leader_epoch[li]
         out = []
-        for r, i in t.rng:
+        for r, i in _RNG[p.replicas]:
             if r == qld or r not in isr:
                 continue
+            twice = False
             if v == _KIP320:
-                stale = s.leader[i] != qld or s.leader_epoch[i] != lepoch
+                stale = leader[i] != qld or leader_epoch[i] != lepoch
                 behind = len(logs[i]) < end
                 if not (stale or behind):
                     continue
-                times = 2 if (stale and behind) else 1
-            else:
-                times = 1
-                if s.leader[i] == qld:
-                    if end == 0:
-                        continue
-                    flog = logs[i]
-                    if len(flog) >= end and (v != _FIRST_TRY or flog[end - 1][1] == llog[end - 1][1]):
-                        continue
+                twice = stale and behind
+            elif leader[i] == qld:
+                if end == 0:
+                    continue
+                flog = logs[i]
+                if len(flog) >= end and (v != _FIRST_TRY or flog[end - 1][1] == llog[end - 1][1]):
+                    continue
             new_isr = isr - {r}
             nxt = ReplicationState(
-                logs, s.hw, s.leader_epoch, s.leader,
-                s.isr[:li] + (new_isr,) + s.isr[li + 1:],
-                s.next_record_id, s.next_leader_epoch, s.requests,
-                s.quorum_leader_epoch, qld, new_isr,
+                logs, s.hw, leader_epoch, leader, s.isr[:li] + (new_isr,) + s.isr[li + 1:],
+                s.next_record_id, s.requests, qld, new_isr, s.down, s.acked,
             )
-            label = t.leader_shrink[qld, r]
+            label = _L_LSHRINK[qld][r]
             out.append((label, nxt))
-            if times == 2:
-                # FencedLeaderShrinkIsr's two reasons are a disjunction; TLC counts each.
+            if twice:
+                # FencedLeaderShrinkIsr's two reasons are a disjunction; TLC generates each.
                 out.append((label, nxt))
         return out
 
@@ -447,32 +604,31 @@ class Replication(Spec):
         """The true leader adds a follower that caught up to its high watermark.
 
         kip320-first-try and kip320 also require the leader's high watermark to have reached
-        its own epoch, i.e. the follower has every record of earlier epochs (KAFKA-7128);
+        its own epoch, so that the follower holds every record of earlier epochs (KAFKA-7128);
         kip320 requires the follower to be on the leader's current epoch (KIP-320).
         """
         qld = s.quorum_leader
         if not qld:
             return ()
         li = qld - 1
+        leader = s.leader
         lepoch = s.leader_epoch[li]
-        if s.leader[li] != qld or lepoch != s.quorum_leader_epoch:
+        if leader[li] != qld or lepoch != len(s.requests) - 1:
             return ()
-        t = _tables(p)
-        v = t.variant
+        v = _VARIANT[p.truncation]
         isr = s.isr[li]
         logs = s.logs
         llog = logs[li]
         hw = s.hw[li]
-        if v >= _FIRST_TRY:
-            if not (hw == len(llog) or (hw < len(llog) and llog[hw][1] == lepoch)):
-                return ()
+        if v >= _FIRST_TRY and not (hw == len(llog) or (hw < len(llog) and llog[hw][1] == lepoch)):
+            return ()
         out = []
-        for r, i in t.rng:
-            if r in isr or s.leader[i] != qld:
+        for r, i in _RNG[p.replicas]:
+            if r in isr or leader[i] != qld:
                 continue
             flog = logs[i]
             if v == _KIP320:
-                if s.leader_epoch[i] != lepoch or (hw and len(flog) < hw):
+                if s.leader_epoch[i] != lepoch or len(flog) < hw:
                     continue
             elif hw:
                 if len(llog) < hw or len(flog) < hw:
@@ -480,11 +636,9 @@ class Replication(Spec):
                 if v == _FIRST_TRY and flog[hw - 1][1] != llog[hw - 1][1]:
                     continue
             new_isr = isr | {r}
-            out.append((t.leader_expand[qld, r], ReplicationState(
-                logs, s.hw, s.leader_epoch, s.leader,
-                s.isr[:li] + (new_isr,) + s.isr[li + 1:],
-                s.next_record_id, s.next_leader_epoch, s.requests,
-                s.quorum_leader_epoch, qld, new_isr,
+            out.append((_L_LEXPAND[qld][r], ReplicationState(
+                logs, s.hw, s.leader_epoch, leader, s.isr[:li] + (new_isr,) + s.isr[li + 1:],
+                s.next_record_id, s.requests, qld, new_isr, s.down, s.acked,
             )))
         return out
 
@@ -496,53 +650,49 @@ class Replication(Spec):
         at the offset has the leader's epoch. kip320: they follow the leader's current epoch
         (KIP-320's fetch fencing).
         """
-        t = _tables(p)
-        v = t.variant
+        v = _VARIANT[p.truncation]
         logs = s.logs
         leader = s.leader
+        leader_epoch = s.leader_epoch
         out = []
-        for r, i in t.rng:
+        for r, i in _RNG[p.replicas]:
+            if leader[i] != r:
+                # Kip320.tla omits this test for the leader itself, but there a replica that
+                # does not presume leadership has either an empty ISR and an empty log or a
+                # non-empty ISR, which fails the test for its members: the same transitions.
+                continue
             hw = s.hw[i]
             llog = logs[i]
+            ok = True
             if v == _KIP320:
-                # FencedLeaderIncHighWatermark: presumed leadership is implied by a non-empty ISR.
                 if hw >= len(llog):
                     continue
-                lepoch = s.leader_epoch[i]
-                ok = True
+                lepoch = leader_epoch[i]
                 for f in s.isr[i]:
                     fi = f - 1
-                    if leader[fi] != r or s.leader_epoch[fi] != lepoch or len(logs[fi]) <= hw or leader[i] != r:
+                    if leader[fi] != r or leader_epoch[fi] != lepoch or len(logs[fi]) <= hw:
+                        ok = False
+                        break
+            elif v == _FIRST_TRY:
+                if hw >= len(llog):
+                    continue
+                ep = llog[hw][1]
+                for f in s.isr[i]:
+                    flog = logs[f - 1]
+                    if leader[f - 1] != r or len(flog) <= hw or flog[hw][1] != ep:
                         ok = False
                         break
             else:
-                if leader[i] != r:
+                if hw >= p.log_size:
                     continue
-                if v == _FIRST_TRY:
-                    if hw >= len(llog):
-                        continue
-                    ep = llog[hw][1]
-                    ok = True
-                    for f in s.isr[i]:
-                        fi = f - 1
-                        flog = logs[fi]
-                        if leader[fi] != r or len(flog) <= hw or flog[hw][1] != ep:
-                            ok = False
-                            break
-                else:
-                    if hw >= t.log_size:
-                        continue
-                    ok = True
-                    for f in s.isr[i]:
-                        fi = f - 1
-                        if leader[fi] != r or len(logs[fi]) <= hw:
-                            ok = False
-                            break
+                for f in s.isr[i]:
+                    if leader[f - 1] != r or len(logs[f - 1]) <= hw:
+                        ok = False
+                        break
             if ok:
-                out.append((t.inc_hw[r, hw], ReplicationState(
-                    logs, s.hw[:i] + (hw + 1,) + s.hw[i + 1:], s.leader_epoch, leader, s.isr,
-                    s.next_record_id, s.next_leader_epoch, s.requests,
-                    s.quorum_leader_epoch, s.quorum_leader, s.quorum_isr,
+                out.append((_L_INC_HW[r][hw], ReplicationState(
+                    logs, s.hw[:i] + (hw + 1,) + s.hw[i + 1:], leader_epoch, leader, s.isr,
+                    s.next_record_id, s.requests, s.quorum_leader, s.quorum_isr, s.down, s.acked,
                 )))
         return out
 
@@ -556,12 +706,12 @@ class Replication(Spec):
         the follower's last record, which must match the leader's. kip320: the fetch carries the
         follower's current leader epoch, which must equal the leader's (KIP-320).
         """
-        t = _tables(p)
-        v = t.variant
+        v = _VARIANT[p.truncation]
+        log_size = p.log_size
         logs = s.logs
         leader = s.leader
         out = []
-        for f, fi in t.rng:
+        for f, fi in _RNG[p.replicas]:
             ld = leader[fi]
             if not ld or ld == f:
                 continue
@@ -571,7 +721,7 @@ class Replication(Spec):
             flog = logs[fi]
             llog = logs[li]
             o = len(flog)
-            if o >= len(llog) or o >= t.log_size:
+            if o >= len(llog) or o >= log_size:
                 continue
             if v == _KIP320:
                 if s.leader_epoch[fi] != s.leader_epoch[li]:
@@ -580,13 +730,11 @@ class Replication(Spec):
                 if o and flog[o - 1][1] != llog[o - 1][1]:
                     continue
             lhw = s.hw[li]
-            nhw = lhw if lhw < o + 1 else o + 1
-            out.append((t.fetch[f, ld, o], ReplicationState(
+            out.append((_L_FETCH[f][ld][o], ReplicationState(
                 logs[:fi] + (flog + (llog[o],),) + logs[fi + 1:],
-                s.hw[:fi] + (nhw,) + s.hw[fi + 1:],
+                s.hw[:fi] + (lhw if lhw <= o else o + 1,) + s.hw[fi + 1:],
                 s.leader_epoch, leader, s.isr,
-                s.next_record_id, s.next_leader_epoch, s.requests,
-                s.quorum_leader_epoch, s.quorum_leader, s.quorum_isr,
+                s.next_record_id, s.requests, s.quorum_leader, s.quorum_isr, s.down, s.acked,
             )))
         return out
 
@@ -595,15 +743,14 @@ class Replication(Spec):
         """kip320-first-try only: a follower whose last record disagrees with its leader truncates.
 
         The first KIP-320 design truncated on a fetch error (the last fetched epoch did not
-        match) rather than on becoming follower; the truncation point is KIP-279's.
+        match the leader's) rather than on becoming follower; the truncation point is KIP-279's.
         """
-        t = _tables(p)
-        if t.variant != _FIRST_TRY:
+        if p.truncation != "kip320-first-try":
             return ()
         logs = s.logs
         leader = s.leader
         out = []
-        for f, fi in t.rng:
+        for f, fi in _RNG[p.replicas]:
             ld = leader[fi]
             if not ld or ld == f:
                 continue
@@ -617,11 +764,66 @@ class Replication(Spec):
                 continue
             trunc = kip279_truncation_offset(llog, flog)
             hw = s.hw[fi]
-            out.append((t.truncate[f, ld, trunc], ReplicationState(
+            out.append((_L_TRUNCATE[f][ld][trunc], ReplicationState(
                 logs[:fi] + (flog[:trunc],) + logs[fi + 1:],
                 s.hw[:fi] + (trunc if trunc < hw else hw,) + s.hw[fi + 1:],
                 s.leader_epoch, leader, s.isr,
-                s.next_record_id, s.next_leader_epoch, s.requests,
-                s.quorum_leader_epoch, s.quorum_leader, s.quorum_isr,
+                s.next_record_id, s.requests, s.quorum_leader, s.quorum_isr, s.down, s.acked,
             )))
+        return out
+
+    # -- broker failures (extensions) ------------------------------------------------------
+
+    @action
+    def broker_crash(p, s):
+        """``crash``: a live broker crashes and forgets its cached leader, leader epoch and ISR.
+
+        Its log and high watermark checkpoint survive. With ``lossy_crash`` the log also loses
+        any unflushed suffix (Kafka leaves flushing to the OS; KIP-101's second scenario) and
+        the recovered high watermark is clamped to the recovered log end offset.
+        """
+        if not _crashes(p):
+            return ()
+        lossy = p.lossy_crash
+        down = s.down
+        logs = s.logs
+        out = []
+        for r, i in _RNG[p.replicas]:
+            if r in down:
+                continue
+            log = logs[i]
+            hw = s.hw[i]
+            for k in range(len(log) + 1) if lossy else (len(log),):
+                out.append((_L_LOSSY_CRASH[r][k] if lossy else _L_CRASH[r], ReplicationState(
+                    logs[:i] + (log[:k],) + logs[i + 1:] if k < len(log) else logs,
+                    s.hw[:i] + (k,) + s.hw[i + 1:] if k < hw else s.hw,
+                    s.leader_epoch[:i] + (-1,) + s.leader_epoch[i + 1:],
+                    s.leader[:i] + (0,) + s.leader[i + 1:],
+                    s.isr[:i] + (_NO_ISR,) + s.isr[i + 1:],
+                    s.next_record_id, s.requests, s.quorum_leader, s.quorum_isr,
+                    down | {r}, s.acked,
+                )))
+        return out
+
+    @action
+    def broker_restart(p, s):
+        """``crash``: a crashed broker restarts with its log.
+
+        It registers with a new broker epoch, so LeaderAndIsr requests sent before the restart
+        are rejected (KIP-380); the controller sends it the current partition state, which is
+        the only request it may act on first.
+        """
+        down = s.down
+        if not down:
+            return ()
+        floor = len(s.requests) - 2
+        out = []
+        for r, i in _RNG[p.replicas]:
+            if r in down:
+                out.append((_L_RESTART[r], ReplicationState(
+                    s.logs, s.hw,
+                    s.leader_epoch[:i] + (floor if floor > -1 else -1,) + s.leader_epoch[i + 1:],
+                    s.leader, s.isr, s.next_record_id, s.requests, s.quorum_leader, s.quorum_isr,
+                    down - {r}, s.acked,
+                )))
         return out
