@@ -26,7 +26,7 @@ EXIT_OK, EXIT_VIOLATION, EXIT_USAGE, EXIT_SPEC_ERROR, EXIT_INCOMPLETE = 0, 1, 2,
 EXIT_FOR_RESULT = {OK: EXIT_OK, VIOLATION: EXIT_VIOLATION, INCOMPLETE: EXIT_INCOMPLETE}
 ENGINES = ("local", "spark")
 # Modules that add subcommands: each defines register(subparsers) and sets ``run`` on its parser.
-SUBCOMMAND_MODULES = ("kafkamc.gate", "kafkamc.counterexamples.cli")
+SUBCOMMAND_MODULES = ("kafkamc.gate", "kafkamc.counterexamples.cli", "kafkamc.checker.explore_cli")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -72,6 +72,8 @@ def add_check_arguments(chk: argparse.ArgumentParser) -> None:
                      help="set a spec parameter (repeatable)")
     chk.add_argument("-i", "--invariant", action="append", default=[], metavar="NAME",
                      help="check this invariant or action property (repeatable; 'all' for every one)")
+    chk.add_argument("-r", "--recoverability", action="append", default=[], metavar="NAME",
+                     help="check this recoverability property (AG EF good) on the state graph (repeatable)")
     chk.add_argument("--engine", default="local", choices=ENGINES, help="exploration engine (default: local)")
     chk.add_argument("--master", default=None, help="Spark master URL (engine spark; default local[*])")
     chk.add_argument("--partitions", type=_positive, default=None, help="Spark partitions P (engine spark)")
@@ -171,6 +173,19 @@ def run_check(args: argparse.Namespace, spec_ref: str) -> CheckResult:
     """Resolve the spec, parameters and properties from ``args`` and run the chosen engine."""
     spec = build_spec(spec_ref, args.param)
     props = select_properties(type(spec), args.invariant)
+    if getattr(args, "recoverability", None):
+        names = args.recoverability
+        recs = [type(spec).recoverability_named(n) for n in names]
+        if args.engine != "local":
+            raise UsageError("-r/--recoverability is checked on the state graph by the local engine only")
+        try:
+            from kafkamc.checker.graph import check_recoverability
+        except ImportError:
+            raise UsageError("-r: this installation cannot check recoverability properties") from None
+        return check_recoverability(
+            spec, props, recs, max_states=args.max_states, symmetry=args.symmetry,
+            progress=_print_progress if (args.progress or (sys.stderr.isatty() and not args.json)) else None,
+        )
     show_progress = args.progress or (sys.stderr.isatty() and not args.json)
     progress = _print_progress if show_progress else None
     if args.engine == "spark":

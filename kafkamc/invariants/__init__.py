@@ -1,5 +1,5 @@
 """Named invariants and action properties, one module per protocol."""
 
-from kafkamc.invariants.api import Property, action_property, invariant, property_of
+from kafkamc.invariants.api import Property, action_property, invariant, property_of, recoverable
 
-__all__ = ["Property", "invariant", "action_property", "property_of"]
+__all__ = ["Property", "invariant", "action_property", "recoverable", "property_of"]

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-__all__ = ["Property", "invariant", "action_property", "property_of"]
+__all__ = ["Property", "invariant", "action_property", "recoverable", "property_of"]
 
 _KEBAB = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 _ATTR = "__kafkamc_property__"
@@ -19,7 +19,12 @@ _ATTR = "__kafkamc_property__"
 
 @dataclass(frozen=True, slots=True)
 class Property:
-    """What the decorators attach: ``kind`` is "invariant" (fn(p, s)) or "action" (fn(p, s, label, t))."""
+    """What the decorators attach.
+
+    ``kind`` is "invariant" (fn(p, s)), "action" (fn(p, s, label, t)) or "recoverability"
+    (fn(p, s) says whether s is a good state; the property claims AG EF good: from every reachable
+    state some good state can still be reached).
+    """
 
     name: str
     description: str
@@ -50,10 +55,15 @@ def action_property(name: str, description: str) -> Callable[[Callable[..., bool
     return _mark("action", name, description)
 
 
+def recoverable(name: str, description: str) -> Callable[[Callable[..., bool]], Callable[..., bool]]:
+    """Declare ``fn(p, state) -> bool`` as the good states of the recoverability property ``name``."""
+    return _mark("recoverability", name, description)
+
+
 def property_of(fn: Any) -> Property:
     """The Property a decorated function carries; TypeError for an undecorated one."""
     prop = getattr(fn, _ATTR, None)
     if not isinstance(prop, Property):
         name = getattr(fn, "__qualname__", repr(fn))
-        raise TypeError(f"{name} is not decorated with @invariant or @action_property")
+        raise TypeError(f"{name} is not decorated with @invariant, @action_property or @recoverable")
     return prop

@@ -158,7 +158,8 @@ class Spec:
       parameters: tuple of Param.
       invariants: tuple of functions decorated with @invariant or @action_property.
       default_invariants: names checked when the user names none (default: every state invariant).
-      recoverability: reserved for AG EF properties (later issue).
+      recoverability: tuple of functions decorated with @recoverable (AG EF good-state properties,
+        checked on the state graph with ``kafkamc check -r NAME``).
 
     Functions (all take the resolved parameters ``p`` first; none may do I/O or use randomness):
       init_states(p) -> iterable of states (required)
@@ -173,6 +174,7 @@ class Spec:
     parameters: ClassVar[tuple[Param, ...]] = ()
     invariants: ClassVar[tuple[Callable[..., bool], ...]] = ()
     default_invariants: ClassVar[tuple[str, ...] | None] = None
+    recoverability: ClassVar[tuple[Callable[..., bool], ...]] = ()
     constraint: ClassVar[Callable[[Params, Any], bool] | None] = None
     symmetry: ClassVar[Callable[[Params, Any], Any] | None] = None
     view: ClassVar[Callable[[Params, Any], Any] | None] = None
@@ -243,6 +245,18 @@ class Spec:
                 return prop
         allowed = ", ".join(p.name for p in cls.properties()) or "none"
         raise UsageError(f"unknown invariant {name!r} for spec {cls.name}; allowed: {allowed}, all")
+
+    @classmethod
+    def recoverability_properties(cls) -> tuple[Property, ...]:
+        return tuple(property_of(fn) for fn in cls.recoverability)
+
+    @classmethod
+    def recoverability_named(cls, name: str) -> Property:
+        for prop in cls.recoverability_properties():
+            if prop.name == name:
+                return prop
+        allowed = ", ".join(p.name for p in cls.recoverability_properties()) or "none"
+        raise UsageError(f"unknown recoverability property {name!r} for spec {cls.name}; allowed: {allowed}")
 
     @classmethod
     def default_properties(cls) -> tuple[Property, ...]:
