@@ -172,3 +172,22 @@ def test_readme_spec_example_runs_as_written(tmp_path, capsys, monkeypatch):
     assert exit_code == 1 and doc["violated"] == "hw-below-limit" and len(doc["trace"]) == 5
     exit_code, out, _ = run(capsys, "check", "mymodels.bounded_counter:BoundedCounter", "-p", "limit=5", "--json")
     assert exit_code == 0 and json.loads(out)["result"] == "ok"
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_ctrl_c_reports_incomplete_with_stats(workers):
+    import signal
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kafkamc", "check", "replication", "-p", "replicas=3", "-p", "truncation=kip320",
+         "--workers", workers, "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    time.sleep(4)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 4, err
+    doc = json.loads(out)
+    assert doc["result"] == "incomplete" and doc["reason"] == "interrupted"
+    assert doc["distinct_states"] > 0 and "Traceback" not in err

@@ -18,6 +18,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
+import signal
 import time
 from array import array
 from typing import Any, Callable, Sequence
@@ -146,6 +147,9 @@ class _Segment:
 
 def _serve(conn: Any, segment: _Segment) -> None:
     """A worker process: answer the parent's requests until told to stop."""
+    # Ctrl-C reaches the whole process group; only the parent decides what it means (incomplete,
+    # with the statistics so far), then stops the workers.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         while True:
             msg = conn.recv()
