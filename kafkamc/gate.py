@@ -136,6 +136,12 @@ class _Lines:
     def line(self, path: Sequence[str]) -> int | None:
         """The line of ``path``, or of its nearest enclosing key that the scan found."""
         path = tuple(path)
+        if path in self.index:
+            return self.index[path]
+        # A table only named through its subtables ([checks.x] names "checks"): its first line.
+        below = [n for key, n in self.index.items() if key[:len(path)] == path]
+        if path and below:
+            return min(below)
         while path:
             if path in self.index:
                 return self.index[path]
@@ -188,6 +194,11 @@ class Check:
     distinct_states: int | None = None
     depth: int | None = None
     allow_incomplete: bool = False
+
+    @property
+    def expectation_short(self) -> str:
+        """``hold`` or ``violate [invariant]``: what the one-line report shows."""
+        return "hold" if self.expect == "hold" else "violate" + (f" {self.violated}" if self.violated else "")
 
     @property
     def expectation(self) -> str:
@@ -604,10 +615,11 @@ def _file_part(text: str) -> str:
 
 
 def _line(outcome: Outcome, width: int, ewidth: int) -> str:
+    vwidth = max(ewidth + 12, 20)
     c = outcome.check
     label = {PASS: "PASS", FAIL: "FAIL", ERROR: "ERROR", SKIPPED: "SKIP"}[outcome.status]
     states = f"{outcome.result.distinct_states:>9,}" if outcome.result is not None else f"{'-':>9}"
-    return (f"{label:<5} {c.name:<{width}}  expect {c.expectation:<{ewidth}}  got {outcome.verdict:<30} "
+    return (f"{label:<5} {c.name:<{width}}  {c.expectation_short:<{ewidth}} -> {outcome.verdict:<{vwidth}} "
             f"{states} states {outcome.seconds:6.1f} s")
 
 
@@ -692,7 +704,7 @@ def run_gate(config: GateConfig, checks: list[Check], *, out_dir: str | None = N
     """Run ``checks`` and report; returns the exit code (0 all met, 1 otherwise)."""
     stream = stream or sys.stdout
     width = max([len(c.name) for c in checks] + [4])
-    ewidth = max([len(c.expectation) for c in checks] + [4])
+    ewidth = max([len(c.expectation_short) for c in checks] + [4])
     started = time.perf_counter()
     outcomes: list[Outcome] = []
     interrupted = False
@@ -717,6 +729,8 @@ def run_gate(config: GateConfig, checks: list[Check], *, out_dir: str | None = N
                 for text in (outcome.problems or [outcome.error or ""]):
                     for line in text.rstrip().splitlines():
                         print(f"      {line}", file=stream)
+                for path in outcome.files:
+                    print(f"      counterexample: {path}", file=stream)
                 stream.flush()
     seconds = time.perf_counter() - started
     passed = sum(o.status == PASS for o in outcomes)
