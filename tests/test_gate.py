@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
 import textwrap
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -234,6 +236,14 @@ def test_json_and_out(tmp_path, capsys):
     assert str(trace_file) in bug["files"]
     written = json.loads(trace_file.read_text())
     assert [s["action"] for s in written["trace"]] == [None, "IncX(x=1)", "IncX(x=2)"]
+    # The ITF trace and the HTML viewer beside it, in installations that have those writers.
+    stem = out_dir / "grid-x-bug" / "gate-grid-gate-x-below-limit"
+    if importlib.util.find_spec("kafkamc.counterexamples.itf") is not None:
+        itf = Path(f"{stem}.itf.json")
+        assert str(itf) in bug["files"] and len(json.loads(itf.read_text())["states"]) == 3
+    if importlib.util.find_spec("kafkamc.counterexamples.html") is not None:
+        html = Path(f"{stem}.html")
+        assert str(html) in bug["files"] and "IncX(x=2)" in html.read_text()
 
 
 def test_pyproject_tool_table(tmp_path, capsys, monkeypatch):
