@@ -53,6 +53,7 @@ _CHECK_KEYS: dict[str, tuple[type, ...]] = {
     "engine": (str,),
     "master": (str,),
     "partitions": (int,),
+    "workers": (int,),
     "max_depth": (int,),
     "max_states": (int,),
     "symmetry": (bool,),
@@ -66,9 +67,10 @@ _CHECK_KEYS: dict[str, tuple[type, ...]] = {
 }
 # Keys a [defaults] table may set for every check (a check's own value wins).
 _DEFAULT_KEYS = (
-    "engine", "master", "partitions", "max_depth", "max_states", "symmetry", "deadlock", "allow_incomplete",
+    "engine", "master", "partitions", "workers", "max_depth", "max_states", "symmetry", "deadlock",
+    "allow_incomplete",
 )
-_POSITIVE = ("partitions", "max_depth", "max_states", "max_trace_length", "depth")
+_POSITIVE = ("partitions", "workers", "max_depth", "max_states", "max_trace_length", "depth")
 _NON_NEGATIVE = ("distinct_states",)
 _TOP_KEYS = ("checks", "defaults")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -185,6 +187,7 @@ class Check:
     engine: str = "local"
     master: str | None = None
     partitions: int | None = None
+    workers: int | None = None
     max_depth: int | None = None
     max_states: int | None = None
     symmetry: bool = False
@@ -434,6 +437,8 @@ def _load_check(src: _Source, name: str, body: dict[str, Any], defaults: dict[st
         for key in ("master", "partitions"):
             if key in merged:
                 raise err(f"{key} applies only to engine = \"spark\"", key)
+    elif "workers" in merged:
+        raise err("workers applies only to engine = \"local\"; Spark uses partitions", "workers")
     symmetry = merged.get("symmetry", False)
     if symmetry and cls.symmetry is None:
         raise err(f"symmetry = true: spec {cls.name} declares no symmetry hook", "symmetry")
@@ -441,7 +446,7 @@ def _load_check(src: _Source, name: str, body: dict[str, Any], defaults: dict[st
     return Check(
         name=name, spec_ref=ref, spec=spec, properties=props, expect=expect, line=src.lines.line(src.root + here),
         description=merged.get("description", ""), engine=engine, master=merged.get("master"),
-        partitions=merged.get("partitions"), max_depth=merged.get("max_depth"),
+        partitions=merged.get("partitions"), workers=merged.get("workers"), max_depth=merged.get("max_depth"),
         max_states=merged.get("max_states"), symmetry=symmetry, deadlock=deadlock, violated=violated,
         max_trace_length=merged.get("max_trace_length"), distinct_states=merged.get("distinct_states"),
         depth=merged.get("depth"), allow_incomplete=merged.get("allow_incomplete", False),
@@ -546,9 +551,15 @@ def _explore(check: Check) -> CheckResult:
 
         return explore_spark(check.spec, check.properties, master=check.master, partitions=check.partitions,
                              **kwargs)
-    from kafkamc.checker.local import explore
+    try:
+        from kafkamc.checker.multicore import available_cores, explore_multicore
+    except ImportError:
+        from kafkamc.checker.local import explore
 
-    return explore(check.spec, check.properties, **kwargs)
+        return explore(check.spec, check.properties, **kwargs)
+    # The same results as the sequential engine, whatever the number of workers.
+    workers = check.workers if check.workers is not None else available_cores()
+    return explore_multicore(check.spec, check.properties, workers=workers, **kwargs)
 
 
 def run_check(check: Check) -> Outcome:

@@ -121,7 +121,8 @@ def test_all_expectations_met_exit_0(tmp_path, capsys):
 @pytest.mark.parametrize(
     "body, needle",
     [
-        ('params = { limit = 2 }\nexpect = "hold"', "expected gate-x-below-limit to hold, but gate-x-below-limit is violated"),
+        ('params = { limit = 2 }\nexpect = "hold"',
+         "expected gate-x-below-limit to hold, but gate-x-below-limit is violated"),
         ('expect = "violate"', "the model no longer finds the bug"),
         ('params = { limit = 2 }\ninvariants = "all"\nexpect = "violate"\nviolated = "gate-y-below-limit"',
          "expected gate-y-below-limit to be violated, but the first violation found is gate-x-below-limit"),
@@ -317,7 +318,10 @@ BAD = [
     (f'[checks.x]\nspec = "{GRID}"\nexpect = "violate"\nviolated = "gate-y-below-limit"\n', 4,
      "violated = 'gate-y-below-limit' is not among the properties this check checks; allowed: gate-x-below-limit"),
     (f'[checks.x]\nspec = "{GRID}"\nexpect = "hold"\nsymmetry = true\n', 4, "declares no symmetry hook"),
-    (f'[checks.x]\nspec = "{GRID}"\nexpect = "hold"\npartitions = 2\n', 4, 'partitions applies only to engine = "spark"'),
+    (f'[checks.x]\nspec = "{GRID}"\nexpect = "hold"\npartitions = 2\n', 4,
+     'partitions applies only to engine = "spark"'),
+    (f'[defaults]\nworkers = 2\n\n[checks.x]\nspec = "{GRID}"\nexpect = "hold"\nengine = "spark"\n', 2,
+     'workers applies only to engine = "local"'),
     (f'[checks.x]\nspec = "{GRID}"\n', 1, "check 'x': missing key 'expect'"),
     (f'[checks.x]\nspec = "{GRID}"\nexpect = "hold"\n[defaults]\nspec = "x"\n', 5, "unknown key 'spec' in [defaults]"),
     (f'[checks.x]\nspec = "{GRID}"\nexpect = "hold"\nparams = {{ bound = 2 \n', 4, "invalid TOML"),
@@ -327,8 +331,8 @@ BAD = [
 
 @pytest.mark.parametrize("text, line, needle", BAD, ids=[
     "top-key", "check-key", "bundled-spec", "module-spec", "param-name", "param-range", "param-type", "invariant",
-    "expect", "type", "positive", "violated-on-hold", "violated-unchecked", "symmetry", "spark-only", "missing",
-    "defaults-key", "toml-syntax", "empty",
+    "expect", "type", "positive", "violated-on-hold", "violated-unchecked", "symmetry", "spark-only", "local-only",
+    "missing", "defaults-key", "toml-syntax", "empty",
 ])
 def test_bad_config_exit_2_with_file_and_line(tmp_path, capsys, text, line, needle):
     config = write(tmp_path, text, name="gate.toml")
