@@ -368,9 +368,10 @@ def _load_check(src: _Source, name: str, body: dict[str, Any], defaults: dict[st
         raise err("allow_incomplete applies only to expect = \"hold\" (an incomplete run never violates)",
                   "allow_incomplete")
 
-    # A module:Class spec is looked up next to the config file too, as a test runner would.
+    # A module:Class spec is also looked up next to the config file (last, so that it never
+    # shadows an installed module).
     if config_dir not in sys.path:
-        sys.path.insert(0, config_dir)
+        sys.path.append(config_dir)
     ref = merged["spec"]
     try:
         cls = load_spec_class(ref)
@@ -433,12 +434,12 @@ def _load_check(src: _Source, name: str, body: dict[str, Any], defaults: dict[st
     engine = merged.get("engine", "local")
     if engine not in ENGINES:
         raise err(f"engine = {engine!r} is not allowed; allowed: {', '.join(ENGINES)}", "engine")
-    if engine != "spark":
-        for key in ("master", "partitions"):
-            if key in merged:
-                raise err(f"{key} applies only to engine = \"spark\"", key)
-    elif "workers" in merged:
-        raise err("workers applies only to engine = \"local\"; Spark uses partitions", "workers")
+    # [defaults] may carry settings of both engines; a check's own key must fit its engine.
+    for key in ("master", "partitions") if engine != "spark" else ("workers",):
+        if key in body:
+            other = "spark" if engine != "spark" else "local"
+            raise err(f"{key} applies only to engine = \"{other}\"", key)
+        merged.pop(key, None)
     symmetry = merged.get("symmetry", False)
     if symmetry and cls.symmetry is None:
         raise err(f"symmetry = true: spec {cls.name} declares no symmetry hook", "symmetry")

@@ -320,7 +320,7 @@ BAD = [
     (f'[checks.x]\nspec = "{GRID}"\nexpect = "hold"\nsymmetry = true\n', 4, "declares no symmetry hook"),
     (f'[checks.x]\nspec = "{GRID}"\nexpect = "hold"\npartitions = 2\n', 4,
      'partitions applies only to engine = "spark"'),
-    (f'[defaults]\nworkers = 2\n\n[checks.x]\nspec = "{GRID}"\nexpect = "hold"\nengine = "spark"\n', 2,
+    (f'[checks.x]\nspec = "{GRID}"\nexpect = "hold"\nengine = "spark"\nworkers = 2\n', 5,
      'workers applies only to engine = "local"'),
     (f'[checks.x]\nspec = "{GRID}"\n', 1, "check 'x': missing key 'expect'"),
     (f'[checks.x]\nspec = "{GRID}"\nexpect = "hold"\n[defaults]\nspec = "x"\n', 5, "unknown key 'spec' in [defaults]"),
@@ -367,3 +367,34 @@ def test_root_config_is_valid():
     names = [c.name for c in config.checks]
     assert len(names) == len(set(names)) > 0
     assert any(c.expect == "violate" for c in config.checks)
+
+
+def test_spark_engine_gets_the_check_settings(tmp_path, capsys, monkeypatch):
+    # A stand-in for kafkamc.checker.spark: records its arguments, explores with the local engine.
+    import types
+
+    from kafkamc.checker.local import explore
+
+    calls = []
+
+    def explore_spark(spec, properties=None, *, master=None, partitions=None, **kwargs):
+        calls.append(dict(master=master, partitions=partitions, **kwargs))
+        return explore(spec, properties, **kwargs)
+
+    monkeypatch.setitem(sys.modules, "kafkamc.checker.spark", types.SimpleNamespace(explore_spark=explore_spark))
+    config = write(tmp_path, f"""
+    [defaults]
+    engine = "spark"
+    workers = 2
+    max_depth = 50
+
+    [checks.on-spark]
+    spec = "{GRID}"
+    expect = "hold"
+    master = "local[2]"
+    partitions = 4
+    """)
+    code, out, _ = gate(capsys, "--config", config)
+    assert code == 0, out
+    assert calls == [dict(master="local[2]", partitions=4, max_depth=50, max_states=None, symmetry=False,
+                          deadlock=False)]
