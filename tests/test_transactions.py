@@ -205,7 +205,7 @@ def test_valid_coordinator_transitions_follows_kafkas_table():
 
 def test_no_hanging_and_read_committed_reject_broken_states():
     p = Transactions(version="tv1").p
-    batch = Entry(EntryKind.Data, 0, 0, 1, 1)
+    batch = Entry(EntryKind.Data, 0, 0, -1, 1, 1, -1)
     open_txn = DataPartition((batch,), 0, 0, 0, 1)
     assert no_hanging_transaction(p, _state(_coordinator(TxnState.Ongoing), (open_txn,)))
     assert not no_hanging_transaction(p, _state(_coordinator(TxnState.CompleteAbort, parts=()), (open_txn,)))

@@ -88,7 +88,7 @@ def zombie_fencing(p, s) -> bool:
         if not log:
             continue
         for entry, marker in zip(log, _closing_markers(log)):
-            if marker is not None and marker.kind == _COMMIT and entry.epoch < marker.who:
+            if marker is not None and marker.kind == _COMMIT and entry.epoch < marker.init_epoch:
                 return False
     return True
 
@@ -194,7 +194,7 @@ def no_duplicate_append(p, s) -> bool:
         seen = set()
         for entry in d.log:
             if entry.kind == _DATA:
-                key = (entry.txn, entry.who)
+                key = (entry.txn, entry.producer)
                 if key in seen:
                     return False
                 seen.add(key)

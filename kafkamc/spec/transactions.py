@@ -148,18 +148,21 @@ class TxnResult(IntEnum):
 class Entry:
     """A log entry: a transactional data batch or a control marker, from the one producer id.
 
-    kind, epoch: the batch's type and producer epoch. seq: the batch's sequence number (data) or
-    the coordinator epoch (marker). txn (ghost): the client transaction the batch was sent in, or
-    for a marker the client transaction that opened the coordinator transaction. who (ghost): the
-    producer instance of a batch, or for a marker the highest epoch InitProducerId had returned
-    when the marker was written.
+    kind, epoch: the batch's type and producer epoch. seq: a data batch's sequence number (-1
+    for a marker). coordinator_epoch: a marker's coordinator epoch (-1 for data). txn (ghost): the
+    client transaction a data batch was sent in, or for a marker the client transaction that
+    opened the coordinator transaction it ends. producer (ghost): the instance that sent a data
+    batch (0 for a marker). init_epoch (ghost): for a marker, the highest epoch InitProducerId had
+    returned when it was written (-1 for data).
     """
 
     kind: EntryKind
     epoch: int
     seq: int
+    coordinator_epoch: int
     txn: int
-    who: int
+    producer: int
+    init_epoch: int
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -425,7 +428,7 @@ def _produce(p: Params, c: Coordinator, d: DataPartition, part: int, epoch: int,
             return _REJECT, c, d
     log = d.log
     first = d.txn_first_offset if d.txn_first_offset >= 0 else len(log)
-    entry = Entry(EntryKind.Data, epoch, seq, txn, who)
+    entry = Entry(EntryKind.Data, epoch, seq, -1, txn, who, -1)
     return _ACK, c, DataPartition(log + (entry,), epoch, seq, first, d.coordinator_epoch)
 
 
@@ -447,7 +450,7 @@ def _marker(p: Params, d: DataPartition, result: TxnResult, epoch: int, coordina
     last_seq = d.last_seq if epoch == d.producer_epoch else -1
     if d.txn_first_offset < 0:
         return DataPartition(d.log, epoch, last_seq, -1, coordinator_epoch)
-    entry = Entry(_MARKER_KIND[result], epoch, coordinator_epoch, txn, init_epoch)
+    entry = Entry(_MARKER_KIND[result], epoch, -1, coordinator_epoch, txn, 0, init_epoch)
     return DataPartition(d.log + (entry,), epoch, last_seq, -1, coordinator_epoch)
 
 
@@ -455,11 +458,12 @@ def _with_delayed(s: TransactionsState, req: Request) -> tuple[Request, ...]:
     return tuple(sorted(s.network + (req,)))
 
 
-def _send_outcomes(p: Params, s: TransactionsState, i: int, part: int, seq: int):
+def _send_outcomes(p: Params, s: TransactionsState, i: int, part: int, seq: int, verb: str):
     """Deliver a Produce of producer ``i`` now, or time it out (delay it); yields (label, state)."""
     pr = s.producers[i]
     idx = part - 1
     c, d = s.coordinator, s.partitions[idx]
+    label = f"{verb}(producer={i + 1}, p{part}, epoch={pr.epoch}, seq={seq}, txn={pr.txn}) -> "
     out, c2, d2 = _produce(p, c, d, part, pr.epoch, seq, pr.txn, i + 1)
     if out != _RETRIABLE:
         if out == _REJECT:
@@ -470,7 +474,7 @@ def _send_outcomes(p: Params, s: TransactionsState, i: int, part: int, seq: int)
             cl = ProducerInstance(pr.state, pr.epoch, pr.txn, pr.added,
                                   _put(pr.sent, idx, SendState.Acked), pr.next_seq)
             what = "duplicate, acked" if out == _DUPLICATE else "acked"
-        yield (i + 1, part, pr.epoch, seq, what), _state(
+        yield label + what, _state(
             s, coordinator=c2, producers=_put(s.producers, i, cl),
             partitions=_put(s.partitions, idx, d2),
             stale_accepted=s.stale_accepted or (c2 is not c and pr.epoch < s.init_epoch),
@@ -479,7 +483,7 @@ def _send_outcomes(p: Params, s: TransactionsState, i: int, part: int, seq: int)
         cl = ProducerInstance(pr.state, pr.epoch, pr.txn, pr.added,
                               _put(pr.sent, idx, SendState.TimedOut), pr.next_seq)
         req = Request(RequestKind.Produce, i + 1, part, pr.epoch, seq, 0, 0, pr.txn)
-        yield (i + 1, part, pr.epoch, seq, "delayed"), _state(
+        yield label + "delayed", _state(
             s, producers=_put(s.producers, i, cl), network=_with_delayed(s, req), delays=s.delays + 1,
         )
 
@@ -617,8 +621,7 @@ class Transactions(Spec):
                 seq = pr.next_seq[idx]
                 s1 = _state(s, producers=_put(s.producers, i, ProducerInstance(
                     pr.state, pr.epoch, pr.txn, pr.added, pr.sent, _put(pr.next_seq, idx, seq + 1))))
-                for (who, pt, e, q, what), t in _send_outcomes(p, s1, i, part, seq):
-                    yield f"Produce(producer={who}, p{pt}, epoch={e}, seq={q}, txn={pr.txn}) -> {what}", t
+                yield from _send_outcomes(p, s1, i, part, seq, "Produce")
 
     @action
     def RetryProduce(p: Params, s: TransactionsState):
@@ -630,8 +633,7 @@ class Transactions(Spec):
                 if pr.sent[part - 1] != SendState.TimedOut:
                     continue
                 seq = pr.next_seq[part - 1] - 1
-                for (who, pt, e, q, what), t in _send_outcomes(p, s, i, part, seq):
-                    yield f"RetryProduce(producer={who}, p{pt}, epoch={e}, seq={q}, txn={pr.txn}) -> {what}", t
+                yield from _send_outcomes(p, s, i, part, seq, "RetryProduce")
 
     @action
     def EndTxn(p: Params, s: TransactionsState):
