@@ -422,11 +422,19 @@ def test_entities_come_from_parameter_names_and_lengths():
     assert [(k["kind"], k["fields"], k["names"]) for k in kinds] == [
         ("producer", ["producers"], ["producer 1", "producer 2"]),
         ("partition", ["partitions"], ["partition 1", "partition 2"])]
+    assert kinds[0]["columns"] == {"producers": ["e"]} and kinds[1]["columns"] == {"partitions": ["log"]}
     lanes = lanes_of({"trace": [
         {"action": None, "state": {"producers": [1, 1], "partitions": [0, 0]}},
         {"action": "InitProducerId(producer=2) -> OK", "state": {"producers": [1, 2], "partitions": [0, 0]}},
     ]}, kinds)
     assert lanes["cells"][1][1] == [["producers"], True, True]
+    # Records are compared key by key; "p1" is not producer 1 when partitions share the letter.
+    lanes = lanes_of({"trace": [
+        {"action": None, "state": {"producers": [{"e": 0}, {"e": 0}], "partitions": [{"log": []}, {"log": []}]}},
+        {"action": "WriteTxnMarkers(p1)", "state": {"producers": [{"e": 0}, {"e": 1}],
+                                                    "partitions": [{"log": [1]}, {"log": []}]}},
+    ]}, kinds)
+    assert lanes["cells"][1][:4] == [None, [["e"], False, False], [["log"], False, False], None]
     # A spec's hook wins over the inference.
     hinted = infer_entities(replication_like, {"replica": ("isr",)})
     assert [k["fields"] for k in hinted] == [["isr"]]

@@ -119,6 +119,33 @@ def replication_page(tmp_path_factory):
     return path, result_to_json(result)
 
 
+def records_document() -> dict:
+    """Per-producer records, a list that shrinks, an object that gains and loses keys."""
+    s0 = {"producers": [{"state": "Ready", "epoch": 0}, {"state": "NotStarted", "epoch": -1}],
+          "network": [[1, 0], [2, 0]], "meta": {"a": 1, "b": [1]}, "flag": False}
+    s1 = json.loads(json.dumps(s0))
+    s1["producers"][0]["epoch"] = 1
+    s1["network"] = [[2, 0]]
+    s1["meta"]["b"] = [1, 2]
+    s2 = json.loads(json.dumps(s1))
+    s2["network"] = []
+    s2["meta"] = {"b": [1, 2], "c": 3}
+    s2["flag"] = True
+    s2["producers"][1]["state"] = "Ready"
+    return {"schema": 1, "spec": "records", "params": {"producers": 2}, "result": "violation",
+            "violated": "records-ok", "trace": [
+                {"action": None, "state": s0}, {"action": "Bump(producer=1)", "state": s1},
+                {"action": "Start(producer=2)", "state": s2}]}
+
+
+@pytest.fixture(scope="module")
+def records_page(tmp_path_factory):
+    doc = records_document()
+    path = str(tmp_path_factory.mktemp("html") / "records.html")
+    write_html(doc, path)
+    return path, doc
+
+
 @pytest.fixture(scope="module")
 def toy_page(tmp_path_factory):
     result = explore(Brokers())
@@ -127,8 +154,9 @@ def toy_page(tmp_path_factory):
     return path, result_to_json(result)
 
 
-def test_marks_match_the_trace_at_every_step(browser, replication_page, toy_page):
-    for path, doc in (toy_page, replication_page):
+def test_marks_match_the_trace_at_every_step(browser, replication_page, toy_page, records_page):
+    seen = set()
+    for path, doc in (toy_page, replication_page, records_page):
         trace = doc["trace"]
         view = Viewer(browser, path)
         assert view.step() == 1
@@ -140,6 +168,7 @@ def test_marks_match_the_trace_at_every_step(browser, replication_page, toy_page
             assert marks, "the state view shows values"
             for p, mark in marks.items():
                 assert mark == expected_mark(trace, n, p), (n + 1, p)
+                seen.add(mark)
             state = trace[n]["state"]
             # Every variable of the state is shown somewhere.
             for name in state:
@@ -147,6 +176,18 @@ def test_marks_match_the_trace_at_every_step(browser, replication_page, toy_page
             if n > 0:
                 assert set(marks.values()) - {"unchanged"}, f"step {n + 1} changes something"
         view.close()
+    assert seen == {"initial", "added", "modified", "removed", "unchanged"}
+
+
+def test_records_of_an_entity_get_a_column_per_field(browser, records_page):
+    path, doc = records_page
+    view = Viewer(browser, path, "#step-2")
+    marks = view.marks()
+    assert marks["producers[0].epoch"] == "modified" and marks["producers[0].state"] == "unchanged"
+    assert marks["network[1]"] == "removed" and marks["network[0]"] == "modified"
+    heads = view.page.eval_on_selector_all("table.entity-table th", "hs => hs.map(h => h.textContent)")
+    assert heads == ["producer", "state", "epoch", "p1", "p2"]
+    view.close()
 
 
 def test_hide_unchanged_hides_exactly_the_unchanged_rows(browser, toy_page):

@@ -112,12 +112,36 @@ def infer_entities(doc: dict[str, Any], hint: Any = None) -> list[dict[str, Any]
         count = lengths[fields[0]]
         short = initials.count(kind[:1]) == 1 and kind != "entity"
         names = [f"{kind[:1]}{i}" if short else f"{kind} {i}" for i in range(1, count + 1)]
-        out.append({"kind": kind, "fields": fields, "count": count, "names": names})
+        group = {"kind": kind, "fields": fields, "count": count, "names": names}
+        columns = {f: _record_keys(states, f) for f in fields}
+        columns = {f: keys for f, keys in columns.items() if keys}
+        if columns:
+            # Per-entity records (a tuple of dataclasses) are shown with a column per field.
+            group["columns"] = columns
+        out.append(group)
     return out
 
 
-def _mentions(kind: str, index: int, name: str) -> re.Pattern[str]:
-    alternatives = [re.escape(name), rf"{re.escape(kind)}\s*[=: ]\s*r?{index}", rf"{re.escape(kind[:1])}{index}"]
+def _record_keys(states: list[dict[str, Any]], field: str) -> list[str] | None:
+    """The keys shared by every item of a per-entity field if every item is an object, else None."""
+    keys: list[str] | None = None
+    for s in states:
+        for item in s[field]:
+            if not isinstance(item, dict) or not item:
+                return None
+            if keys is None:
+                keys = list(item)
+            elif list(item) != keys:
+                return None
+    return keys
+
+
+def _mentions(kind: str, index: int, name: str, short: bool) -> re.Pattern[str]:
+    """How a label names entity ``index`` of ``kind``: ``r2``, ``replica=2``, ``producer 2``; the
+    one-letter form only when no other kind shares the letter (``p1`` of producers or partitions)."""
+    alternatives = [re.escape(name), rf"{re.escape(kind)}\s*[=: ]\s*{index}"]
+    if short:
+        alternatives.append(rf"{re.escape(kind[:1])}{index}")
     return re.compile(r"(?<![A-Za-z0-9_])(?:" + "|".join(alternatives) + r")(?![A-Za-z0-9_])", re.IGNORECASE)
 
 
@@ -126,11 +150,14 @@ def lanes_of(doc: dict[str, Any], entities: list[dict[str, Any]]) -> dict[str, A
     ``[changed fields, named first in the label, named in the label]`` (None if nothing)."""
     rows = []
     entity_fields = set()
+    initials = [group["kind"][:1] for group in entities]
     for group in entities:
+        short = initials.count(group["kind"][:1]) == 1 and group["kind"] != "entity"
         entity_fields.update(group["fields"])
         for i, name in enumerate(group["names"]):
             rows.append({"name": name, "kind": group["kind"], "index": i, "fields": group["fields"],
-                         "pattern": _mentions(group["kind"], i + 1, name)})
+                         "columns": group.get("columns", {}),
+                         "pattern": _mentions(group["kind"], i + 1, name, short)})
     rows.append({"name": "shared", "kind": "shared", "index": -1, "fields": None, "pattern": None})
     cells: list[list[Any]] = []
     steps = doc["trace"]
@@ -152,7 +179,15 @@ def lanes_of(doc: dict[str, Any], entities: list[dict[str, Any]]) -> dict[str, A
                     changed += [k for k in prev if k not in cur and k not in entity_fields]
                 else:
                     i = row["index"]
-                    changed = [f for f in row["fields"] if _item(prev.get(f), i) != _item(cur.get(f), i)]
+                    for f in row["fields"]:
+                        old, new = _item(prev.get(f), i), _item(cur.get(f), i)
+                        if old == new:
+                            continue
+                        keys = row["columns"].get(f)
+                        if keys and isinstance(old, dict) and isinstance(new, dict):
+                            changed += [k for k in keys if old.get(k) != new.get(k)]
+                        else:
+                            changed.append(f)
             elif prev is not None and row["fields"] is None and prev != cur:
                 changed = ["state"]
             actor = bool(row["pattern"] and first_arg and row["pattern"].search(first_arg))
@@ -294,7 +329,7 @@ header .params { color: var(--muted); word-break: break-all; }
 main { display: flex; align-items: flex-start; min-height: 50vh; }
 nav#steps { width: 34%; max-width: 480px; min-width: 240px; border-right: 1px solid var(--line); max-height: 80vh; overflow-y: auto; }
 nav#steps ol { list-style: none; margin: 0; padding: 0; }
-nav#steps li a { display: flex; gap: 6px; padding: 3px 10px; color: inherit; text-decoration: none; border-bottom: 1px solid #f0f2f4; }
+nav#steps li a { display: flex; flex-wrap: wrap; gap: 0 6px; padding: 3px 10px; color: inherit; text-decoration: none; border-bottom: 1px solid #f0f2f4; }
 nav#steps li a:hover { background: #f6f8fa; }
 nav#steps li.selected a { background: var(--sel); box-shadow: inset 3px 0 0 #0969da; }
 nav#steps li.failing a { color: var(--fail); }
@@ -302,7 +337,7 @@ nav#steps li.dim a { opacity: 0.45; }
 nav#steps .num { color: var(--muted); min-width: 2.5em; text-align: right; }
 nav#steps .step-label { word-break: break-all; flex: 1; }
 nav#steps .nchg { color: var(--muted); font-size: 11px; white-space: nowrap; }
-nav#steps .failmark { color: var(--fail); font-weight: bold; white-space: nowrap; }
+nav#steps .failmark { color: var(--fail); font-weight: bold; flex-basis: 100%; padding-left: 3.2em; word-break: break-all; }
 section#state { flex: 1; padding: 8px 16px; min-width: 0; }
 #toolbar { display: flex; flex-wrap: wrap; gap: 10px; align-items: center; margin-bottom: 8px; }
 #step-title { font-size: 16px; margin: 0 0 6px 0; word-break: break-all; }
@@ -602,33 +637,46 @@ _SCRIPT = r"""
     var shown = 0;
 
     data.entities.forEach(function (g) {
-      var fields = g.fields.filter(function (f) { return cur.byName[f] && matches(f, text); });
-      if (!fields.length) return;
       if (ch && ch.group !== g) return;
+      // Columns: a per-entity field, or one column per key of its records.
+      var cols = [];
+      g.fields.forEach(function (f) {
+        if (!cur.byName[f]) return;
+        var keys = g.columns && g.columns[f];
+        if (keys) keys.forEach(function (k) { cols.push({ field: f, key: k, head: g.fields.length > 1 ? f + "." + k : k }); });
+        else cols.push({ field: f, key: null, head: f });
+      });
+      cols = cols.filter(function (c) { return matches(c.key === null ? c.field : c.field + "." + c.key, text); });
+      if (!cols.length) return;
       view.appendChild(el("h3", "", g.kind + "s"));
       var table = el("table", "vals entity-table");
       table.setAttribute("data-kind", g.kind);
       var hr = el("tr");
       hr.appendChild(el("th", "", g.kind));
-      fields.forEach(function (f) { hr.appendChild(el("th", "", f)); });
+      cols.forEach(function (c) { hr.appendChild(el("th", "", c.head)); });
       table.appendChild(hr);
       for (var i = 0; i < g.count; i++) {
         if (ch && ch.index !== i) continue;
         var tr = el("tr");
         tr.appendChild(el("th", "", g.names[i]));
         var any = false;
-        fields.forEach(function (f) {
-          var nv = cur.byName[f].value, pv = prev && prev.byName[f] ? prev.byName[f].value : undefined;
+        cols.forEach(function (c) {
+          var nv = cur.byName[c.field].value, pv = prev && prev.byName[c.field] ? prev.byName[c.field].value : undefined;
           var newItem = Array.isArray(nv) ? nv[i] : undefined;
           var oldItem = Array.isArray(pv) ? pv[i] : undefined;
+          if (c.key !== null) {
+            newItem = isBox(newItem) && c.key in newItem ? newItem[c.key] : undefined;
+            oldItem = isBox(oldItem) && c.key in oldItem ? oldItem[c.key] : undefined;
+          }
+          var path = c.field + "[" + i + "]" + (c.key === null ? "" : "." + c.key);
           var nj = newItem === undefined ? undefined : JSON.stringify(newItem);
           var oj = oldItem === undefined ? undefined : JSON.stringify(oldItem);
           var mark = markOf(n, oj, nj);
           if (mark !== "unchanged") any = true;
           var td = el("td", "val " + mark);
-          td.setAttribute("data-path", f + "[" + i + "]");
+          td.setAttribute("data-path", path);
           td.setAttribute("data-mark", mark);
-          td.title = f + "[" + i + "]: " + (SIGN[mark] || "initial state");
+          td.title = path + ": " + (SIGN[mark] || "initial state");
           if (mark === "modified") td.appendChild(el("span", "old", show(oldItem)));
           td.appendChild(el("span", "now", show(nj === undefined ? oldItem : newItem)));
           tr.appendChild(td);
