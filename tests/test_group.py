@@ -1,0 +1,168 @@
+"""The ``group`` spec: verdicts, shortest counterexamples and state counts, all measured by exploring."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafkamc.checker.local import explore
+from kafkamc.errors import UsageError
+from kafkamc.invariants import group as ginv
+from kafkamc.spec.group import (
+    VALID_PREVIOUS_STATES, ClientState, Group, GroupState, Member, assignments,
+)
+from kafkamc.spec.registry import load_spec_class
+
+ALL = (
+    "no-double-assignment", "no-double-ownership", "commit-from-current-generation",
+    "static-instance-unique", "generation-monotonic", "valid-group-transitions",
+)
+
+
+def check(*names, **params):
+    spec = Group(**params)
+    props = None if not names else [Group.property_named(n) for n in names]
+    return explore(spec, props)
+
+
+def test_registry_and_defaults():
+    assert load_spec_class("group") is Group
+    assert tuple(p.name for p in Group.default_properties()) == ALL
+    assert Group().p.as_dict() == {
+        "consumers": 2, "partitions": 2, "max_generation": 3, "max_session_expiries": 1,
+        "protocol": "eager", "static": 0, "static_rejoin": "replace", "commit_check": "generation",
+        "cooperative_assignor": "safe", "sticky_claims": "generation-aware",
+    }
+
+
+def test_invariant_constants_match_the_spec_enums():
+    assert ginv._FENCED == ClientState.FENCED and ginv._DEAD == GroupState.DEAD
+    moves = {(int(a), int(b)) for b, froms in VALID_PREVIOUS_STATES.items() for a in froms}
+    assert moves == set(ginv.VALID_MOVES)
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"static": 3}, "exceeds consumers"),
+    ({"static_rejoin": "reuse"}, "needs static members"),
+    ({"cooperative_assignor": "unsafe"}, "needs protocol=cooperative"),
+    ({"protocol": "sticky"}, "not allowed"),
+])
+def test_bad_parameters(params, message):
+    with pytest.raises(UsageError, match=message):
+        Group(**params)
+
+
+def test_default_configuration_holds_every_invariant():
+    r = check()
+    assert (r.result, r.violated) == ("ok", None)
+    assert r.invariants == ALL
+    assert (r.distinct_states, r.states_generated, r.depth) == (49288, 151012, 25)
+
+
+def test_cooperative_holds_every_invariant():
+    r = check(protocol="cooperative")
+    assert r.result == "ok"
+    assert (r.distinct_states, r.depth) == (17930, 27)
+
+
+@pytest.mark.parametrize("protocol, states, depth", [("eager", 1499, 19), ("cooperative", 833, 17)])
+def test_static_member_replacement_holds(protocol, states, depth):
+    # One instance id, two processes configured with it (the restart of KAFKA-8500).
+    r = check(consumers=1, static=1, protocol=protocol)
+    assert r.result == "ok"
+    assert (r.distinct_states, r.depth) == (states, depth)
+
+
+def _labels(r):
+    return [step.action for step in r.trace.steps]
+
+
+def test_commit_check_none_violates_commit_from_current_generation():
+    r = check(commit_check="none")
+    assert (r.result, r.violated) == ("violation", "commit-from-current-generation")
+    assert len(r.trace.steps) == 7
+    labels = _labels(r)
+    assert labels[-2].startswith("SessionExpiry(m1)")  # the zombie's session expired ...
+    assert labels[-1].startswith("OffsetCommit(c1, m1, generation=1)")  # ... and it still commits
+
+
+def test_commit_check_none_breaks_nothing_else():
+    others = [n for n in ALL if n != "commit-from-current-generation"]
+    r = check(*others, commit_check="none")
+    assert r.result == "ok"
+    assert r.distinct_states == 67080
+
+
+def test_unsafe_cooperative_assignor_violates_no_double_ownership():
+    r = check(protocol="cooperative", cooperative_assignor="unsafe")
+    assert (r.result, r.violated) == ("violation", "no-double-ownership")
+    assert len(r.trace.steps) == 10
+    labels = _labels(r)
+    # The leader's own SyncGroup response (revoking p2) is still in flight when the follower
+    # already consumes p2.
+    assert labels[-2] == "SyncGroup(c1) leader assigns m1:{p1}, m2:{p2}"
+    assert labels[-1] == "SyncGroup(c2) -> {p2}"
+    last = r.trace.steps[-1].state
+    assert last.clients[0].state == ClientState.AWAITING_SYNC and last.clients[0].owned == 0b11
+
+
+def test_unsafe_cooperative_assignor_keeps_coordinator_assignments_disjoint():
+    r = check("no-double-assignment", "commit-from-current-generation", "static-instance-unique",
+              protocol="cooperative", cooperative_assignor="unsafe")
+    assert r.result == "ok"
+    assert r.distinct_states == 18666
+
+
+@pytest.mark.parametrize("consumers", [1, 2])
+def test_static_rejoin_reuse_violates_static_instance_unique(consumers):
+    r = check(consumers=consumers, static=1, static_rejoin="reuse")
+    assert (r.result, r.violated) == ("violation", "static-instance-unique")
+    assert len(r.trace.steps) == 5
+    assert _labels(r)[3].endswith("static member m1 reused")
+
+
+def test_raw_sticky_claims_violate_no_double_assignment():
+    r = check(sticky_claims="raw")
+    assert (r.result, r.violated) == ("violation", "no-double-assignment")
+    assert len(r.trace.steps) == 14
+    assert _labels(r)[-1] == "SyncGroup(c2) leader assigns m1:{p1,p2}, m2:{p1,p2}"
+
+
+def test_raw_sticky_claims_then_violate_no_double_ownership():
+    r = check("no-double-ownership", sticky_claims="raw")
+    assert (r.result, r.violated) == ("violation", "no-double-ownership")
+    assert len(r.trace.steps) == 16
+
+
+def test_action_properties_reject_what_kafka_forbids():
+    spec = Group()
+    s = spec.initial()[0]
+    stable = type(s)(GroupState.STABLE, 2, 0, (), s.clients, 0, s.commit)
+    empty = type(s)(GroupState.EMPTY, 2, 0, (), s.clients, 0, s.commit)
+    older = type(s)(GroupState.STABLE, 1, 0, (), s.clients, 0, s.commit)
+    assert not ginv.valid_group_transitions(spec.p, stable, "x", empty)
+    preparing = type(s)(GroupState.PREPARING_REBALANCE, 2, 0, (), s.clients, 0, s.commit)
+    assert ginv.valid_group_transitions(spec.p, empty, "x", preparing)
+    assert ginv.valid_group_transitions(spec.p, stable, "x", stable)
+    assert not ginv.generation_monotonic(spec.p, stable, "x", older)
+    assert ginv.generation_monotonic(spec.p, older, "x", stable)
+
+
+def _m(mid, claimed, gen):
+    return Member(mid, 0, claimed, gen, 0, 0)
+
+
+def test_assignor_rules():
+    eager = Group().p
+    coop = Group(protocol="cooperative").p
+    unsafe = Group(protocol="cooperative", cooperative_assignor="unsafe").p
+    raw = Group(sticky_claims="raw").p
+    # m1 owns both partitions, m2 is new: the balanced sticky target moves one partition.
+    owner_and_new = (_m(1, 0b11, 1), _m(2, 0, -1))
+    assert assignments(eager, owner_and_new) == [(0b01, 0b10), (0b10, 0b01)]
+    assert assignments(unsafe, owner_and_new) == [(0b01, 0b10), (0b10, 0b01)]
+    # KIP-429: the moved partition is only revoked in this rebalance.
+    assert assignments(coop, owner_and_new) == [(0b01, 0), (0b10, 0)]
+    # A stale claim (generation 1) against a newer one (generation 2).
+    stale = (_m(1, 0b01, 1), _m(2, 0b11, 2))
+    assert assignments(eager, stale) == [(0b01, 0b10), (0b10, 0b01)]
+    assert assignments(raw, stale) == [(0b01, 0b11)]
