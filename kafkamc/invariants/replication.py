@@ -12,14 +12,17 @@ __all__ = ["strong_isr", "weak_isr", "leader_in_isr", "no_acked_data_loss", "no_
 
 
 def _isr_agrees_below_hw(s, use_quorum_isr: bool) -> bool:
+    hws = s.hw
+    if not any(hws):
+        return True
     logs = s.logs
-    leader = s.leader
-    for i, hw in enumerate(s.hw):
-        if hw == 0 or leader[i] != i + 1:
+    for i, st in enumerate(s.replica_state):
+        hw = hws[i]
+        if hw == 0 or st[0] != i + 1:
             continue
         log = logs[i]
         prefix = log[:hw]
-        for r in s.quorum_isr if use_quorum_isr else s.isr[i]:
+        for r in s.quorum_isr if use_quorum_isr else st[2]:
             # An empty ISR makes the quantifier vacuous, even for a leader short of its hw.
             other = logs[r - 1]
             if len(log) < hw or len(other) < hw or other[:hw] != prefix:
@@ -70,13 +73,11 @@ def no_acked_data_loss(p, s) -> bool:
     if not s.acked:
         return True
     logs = s.logs
-    leader = s.leader
-    leader_epoch = s.leader_epoch
-    for i, ld in enumerate(leader):
-        if ld != i + 1:
+    for i, st in enumerate(s.replica_state):
+        if st[0] != i + 1:
             continue
         log = logs[i]
-        e = leader_epoch[i]
+        e = st[1]
         for o, rid, re in s.acked:
             if re <= e and (len(log) <= o or log[o] != (rid, re)):
                 return False

@@ -23,8 +23,7 @@ Extensions, all off by default (the reference model does not have them):
 
 - ``crash``: brokers crash and restart. A crashed broker does nothing and forgets its cached
   LeaderAndIsr state; its log and high watermark checkpoint survive. On restart it accepts only
-  LeaderAndIsr requests sent after it came back (broker epochs, KIP-380) and the controller
-  resends it the current one.
+  LeaderAndIsr requests sent after it came back (broker epochs, KIP-380).
 - ``unclean`` (unclean.leader.election.enable, KAFKA-1028 / ZooKeeper-era
   ``OfflinePartitionLeaderElectionStrategy``): when no member of the ISR is alive, the controller
   may elect a live replica outside the ISR, with the ISR reset to it alone. Implies ``crash``.
@@ -91,8 +90,9 @@ class ReplicationState:
     """One partition. Per-replica tuples are indexed by replica id minus one.
 
     logs[i]: the records (id, leader epoch) of replica i+1, offset 0 first.
-    hw, leader_epoch, leader, isr: each replica's high watermark and cached LeaderAndIsr state
-    (leader 0 and leader epoch -1 mean none).
+    hw[i]: its high watermark.
+    replica_state[i]: the LeaderAndIsr state it acts on, (leader, leader_epoch, isr): the request
+    it last accepted, or with the ISR it wrote as leader; (0, -1, {}) before any.
     next_record_id: the id of the next producer record.
     requests: every LeaderAndIsr request sent, (leader, leader_epoch, isr), in epoch order.
     quorum_leader, quorum_isr: the partition state in ZooKeeper (its epoch is the last request's).
@@ -101,9 +101,7 @@ class ReplicationState:
 
     logs: tuple[Log, ...]
     hw: tuple[int, ...]
-    leader_epoch: tuple[int, ...]
-    leader: tuple[int, ...]
-    isr: tuple[frozenset[int], ...]
+    replica_state: tuple[Request, ...]
     next_record_id: int
     requests: tuple[Request, ...]
     quorum_leader: int
@@ -124,9 +122,7 @@ def _init_state(
     self,
     logs,
     hw,
-    leader_epoch,
-    leader,
-    isr,
+    replica_state,
     next_record_id,
     requests,
     quorum_leader,
@@ -135,9 +131,7 @@ def _init_state(
     acked,
     _logs=ReplicationState.logs.__set__,
     _hw=ReplicationState.hw.__set__,
-    _leader_epoch=ReplicationState.leader_epoch.__set__,
-    _leader=ReplicationState.leader.__set__,
-    _isr=ReplicationState.isr.__set__,
+    _replica_state=ReplicationState.replica_state.__set__,
     _next_record_id=ReplicationState.next_record_id.__set__,
     _requests=ReplicationState.requests.__set__,
     _quorum_leader=ReplicationState.quorum_leader.__set__,
@@ -147,9 +141,7 @@ def _init_state(
 ) -> None:
     _logs(self, logs)
     _hw(self, hw)
-    _leader_epoch(self, leader_epoch)
-    _leader(self, leader)
-    _isr(self, isr)
+    _replica_state(self, replica_state)
     _next_record_id(self, next_record_id)
     _requests(self, requests)
     _quorum_leader(self, quorum_leader)
@@ -199,6 +191,7 @@ _L_CRASH = tuple(f"BrokerCrash(r{r})" for r in _R)
 _L_LOSSY_CRASH = tuple(tuple(f"BrokerCrash(r{r}, log_end_offset={k})" for k in _O) for r in _R)
 _L_RESTART = tuple(f"BrokerRestart(r{r})" for r in _R)
 _NO_ISR: frozenset[int] = frozenset()
+_NO_STATE: Request = (0, -1, _NO_ISR)
 
 
 def kip279_truncation_offset(leader_log: Log, follower_log: Log) -> int:
@@ -233,8 +226,8 @@ def kip101_truncation_offset(leader_log: Log, follower_log: Log, follower_hw: in
     return follower_hw
 
 
-def _crashes(p: Params) -> bool:
-    return p.crash or p.unclean or p.lossy_crash
+def _ack_id(ack: Ack) -> int:
+    return ack[1]
 
 
 class Replication(Spec):
@@ -277,9 +270,7 @@ class Replication(Spec):
         yield ReplicationState(
             logs=((),) * n,
             hw=(0,) * n,
-            leader_epoch=(-1,) * n,
-            leader=(0,) * n,
-            isr=(_NO_ISR,) * n,
+            replica_state=(_NO_STATE,) * n,
             next_record_id=0,
             requests=(),
             quorum_leader=0,
@@ -309,7 +300,7 @@ class Replication(Spec):
         for r, _ in _RNG[p.replicas]:
             if r in isr and r != cur and not (down and r in down):
                 out.append((_L_ELECT[r][e + 1], ReplicationState(
-                    s.logs, s.hw, s.leader_epoch, s.leader, s.isr, s.next_record_id,
+                    s.logs, s.hw, s.replica_state, s.next_record_id,
                     requests + ((r, e, isr),), r, isr, down, s.acked,
                 )))
         return out
@@ -335,7 +326,7 @@ class Replication(Spec):
             if r not in isr and r not in down:
                 new_isr = frozenset((r,))
                 out.append((_L_UNCLEAN[r][e + 1], ReplicationState(
-                    s.logs, s.hw, s.leader_epoch, s.leader, s.isr, s.next_record_id,
+                    s.logs, s.hw, s.replica_state, s.next_record_id,
                     requests + ((r, e, new_isr),), r, new_isr, down, s.acked,
                 )))
         return out
@@ -364,7 +355,7 @@ class Replication(Spec):
             else:
                 continue
             out.append((_L_SHRINK[r][e + 1], ReplicationState(
-                s.logs, s.hw, s.leader_epoch, s.leader, s.isr, s.next_record_id,
+                s.logs, s.hw, s.replica_state, s.next_record_id,
                 requests + ((new_leader, e, new_isr),), new_leader, new_isr, s.down, s.acked,
             )))
         return out
@@ -378,17 +369,14 @@ class Replication(Spec):
         Its high watermark is kept, so it typically starts behind the previous leader's.
         """
         out = []
-        leader_epoch = s.leader_epoch
+        rs = s.replica_state
         down = s.down
         for req in s.requests:
-            ld, e, isr = req
-            if ld and e > leader_epoch[ld - 1] and not (down and ld in down):
+            ld = req[0]
+            if ld and req[1] > rs[ld - 1][1] and not (down and ld in down):
                 i = ld - 1
-                out.append((_L_LEADER[ld][e + 1], ReplicationState(
-                    s.logs, s.hw,
-                    leader_epoch[:i] + (e,) + leader_epoch[i + 1:],
-                    s.leader[:i] + (ld,) + s.leader[i + 1:],
-                    s.isr[:i] + (isr,) + s.isr[i + 1:],
+                out.append((_L_LEADER[ld][req[1] + 1], ReplicationState(
+                    s.logs, s.hw, rs[:i] + (req,) + rs[i + 1:],
                     s.next_record_id, s.requests, s.quorum_leader, s.quorum_isr, down, s.acked,
                 )))
         return out
@@ -405,39 +393,38 @@ class Replication(Spec):
         follower's end offset disables the step, as TruncateTo does in the TLA+ model.
         """
         v = _VARIANT[p.truncation]
-        leader_epoch = s.leader_epoch
+        rs = s.replica_state
         logs = s.logs
-        leader = s.leader
+        hws = s.hw
         down = s.down
+        requests = s.requests
         rng = _RNG[p.replicas]
         out = []
         if v == _KIP320:
             # The only request a follower may act on for leader L is the one of L's own epoch,
             # and a replica presuming leadership in epoch e got there through request e.
-            requests = s.requests
             for ld, li in rng:
-                if leader[li] != ld:
+                lst = rs[li]
+                if lst[0] != ld:
                     continue
-                e = leader_epoch[li]
-                risr = requests[e][2]
+                e = lst[1]
+                req = requests[e]
                 llog = logs[li]
                 for r, i in rng:
-                    if leader_epoch[i] >= e or r == ld or (down and r in down):
+                    if rs[i][1] >= e or r == ld or (down and r in down):
                         continue
                     log = logs[i]
                     trunc = kip279_truncation_offset(llog, log) if log else 0
-                    hw = s.hw[i]
+                    hw = hws[i]
                     out.append((_L_FOLLOW[r][ld][e + 1][trunc], ReplicationState(
                         logs[:i] + (log[:trunc],) + logs[i + 1:] if trunc < len(log) else logs,
-                        s.hw[:i] + (trunc,) + s.hw[i + 1:] if trunc < hw else s.hw,
-                        leader_epoch[:i] + (e,) + leader_epoch[i + 1:],
-                        leader[:i] + (ld,) + leader[i + 1:],
-                        s.isr[:i] + (risr,) + s.isr[i + 1:],
+                        hws[:i] + (trunc,) + hws[i + 1:] if trunc < hw else hws,
+                        rs[:i] + (req,) + rs[i + 1:],
                         s.next_record_id, requests, s.quorum_leader, s.quorum_isr, down, s.acked,
                     )))
             return out
-        for req in s.requests:
-            ld, e, risr = req
+        for req in requests:
+            ld, e, _ = req
             if not ld:
                 continue
             li = ld - 1
@@ -446,17 +433,14 @@ class Replication(Spec):
                 continue
             llog = logs[li]
             for r, i in rng:
-                if r == ld or leader_epoch[i] >= e or (down and r in down):
+                if r == ld or rs[i][1] >= e or (down and r in down):
                     continue
                 log = logs[i]
-                hw = s.hw[i]
+                hw = hws[i]
                 if v == _FIRST_TRY:
                     out.append((_L_FOLLOW[r][ld][e + 1][len(log)], ReplicationState(
-                        logs, s.hw,
-                        leader_epoch[:i] + (e,) + leader_epoch[i + 1:],
-                        leader[:i] + (ld,) + leader[i + 1:],
-                        s.isr[:i] + (risr,) + s.isr[i + 1:],
-                        s.next_record_id, s.requests, s.quorum_leader, s.quorum_isr, down, s.acked,
+                        logs, hws, rs[:i] + (req,) + rs[i + 1:],
+                        s.next_record_id, requests, s.quorum_leader, s.quorum_isr, down, s.acked,
                     )))
                     continue
                 if v == _KIP279:
@@ -470,11 +454,9 @@ class Replication(Spec):
                     continue
                 nxt = ReplicationState(
                     logs[:i] + (log[:trunc],) + logs[i + 1:] if trunc < end else logs,
-                    s.hw[:i] + (trunc,) + s.hw[i + 1:] if trunc < hw else s.hw,
-                    leader_epoch[:i] + (e,) + leader_epoch[i + 1:],
-                    leader[:i] + (ld,) + leader[i + 1:],
-                    s.isr[:i] + (risr,) + s.isr[i + 1:],
-                    s.next_record_id, s.requests, s.quorum_leader, s.quorum_isr, down, s.acked,
+                    hws[:i] + (trunc,) + hws[i + 1:] if trunc < hw else hws,
+                    rs[:i] + (req,) + rs[i + 1:],
+                    s.next_record_id, requests, s.quorum_leader, s.quorum_isr, down, s.acked,
                 )
                 label = _L_FOLLOW[r][ld][e + 1][trunc]
                 out.append((label, nxt))
@@ -501,18 +483,18 @@ class Replication(Spec):
         min_isr = p.min_isr if acks == "all" else 0
         log_size = p.log_size
         logs = s.logs
-        leader = s.leader
+        rs = s.replica_state
         out = []
         for r, i in _RNG[p.replicas]:
-            if leader[i] == r:
+            st = rs[i]
+            if st[0] == r:
                 log = logs[i]
                 o = len(log)
-                if o < log_size and len(s.isr[i]) >= min_isr:
-                    e = s.leader_epoch[i]
+                if o < log_size and len(st[2]) >= min_isr:
+                    e = st[1]
                     out.append((_L_WRITE[r][rid], ReplicationState(
                         logs[:i] + (log + ((rid, e),),) + logs[i + 1:],
-                        s.hw, s.leader_epoch, leader, s.isr, rid + 1,
-                        s.requests, s.quorum_leader, s.quorum_isr, s.down,
+                        s.hw, rs, rid + 1, s.requests, s.quorum_leader, s.quorum_isr, s.down,
                         s.acked + ((o, rid, e),) if acks == "1" else s.acked,
                     )))
         return out
@@ -533,17 +515,17 @@ class Replication(Spec):
         done = {a[1] for a in acked}
         out = []
         for r, i in _RNG[p.replicas]:
-            if s.leader[i] != r or len(s.isr[i]) < min_isr:
+            ld, e, isr = s.replica_state[i]
+            if ld != r or len(isr) < min_isr:
                 continue
-            e = s.leader_epoch[i]
             log = logs[i]
             for o in range(min(s.hw[i], len(log))):
                 rid, re = log[o]
                 if re == e and rid not in done:
                     out.append((_L_ACK[r][o], ReplicationState(
-                        logs, s.hw, s.leader_epoch, s.leader, s.isr, s.next_record_id,
+                        logs, s.hw, s.replica_state, s.next_record_id,
                         s.requests, s.quorum_leader, s.quorum_isr, s.down,
-                        tuple(sorted(acked + ((o, rid, re),), key=lambda a: a[1])),
+                        tuple(sorted(acked + ((o, rid, re),), key=_ack_id)),
                     )))
         return out
 
@@ -559,14 +541,14 @@ class Replication(Spec):
         if not qld:
             return ()
         li = qld - 1
-        leader = s.leader
-        leader_epoch = s.leader_epoch
-        lepoch = leader_epoch[li]
-        if leader[li] != qld or lepoch != len(s.requests) - 1:
+        rs = s.replica_state
+        lst = rs[li]
+        lepoch = lst[1]
+        if lst[0] != qld or lepoch != len(s.requests) - 1:
             return ()
         # Only the true leader may write the ISR (IsTrueLeader), so its ISR is the quorum's.
         v = _VARIANT[p.truncation]
-        isr = s.isr[li]
+        isr = lst[2]
         logs = s.logs
         llog = logs[li]
         end = len(llog)
@@ -575,13 +557,14 @@ class Replication(Spec):
             if r == qld or r not in isr:
                 continue
             twice = False
+            fst = rs[i]
             if v == _KIP320:
-                stale = leader[i] != qld or leader_epoch[i] != lepoch
+                stale = fst[0] != qld or fst[1] != lepoch
                 behind = len(logs[i]) < end
                 if not (stale or behind):
                     continue
                 twice = stale and behind
-            elif leader[i] == qld:
+            elif fst[0] == qld:
                 if end == 0:
                     continue
                 flog = logs[i]
@@ -589,7 +572,7 @@ class Replication(Spec):
                     continue
             new_isr = isr - {r}
             nxt = ReplicationState(
-                logs, s.hw, leader_epoch, leader, s.isr[:li] + (new_isr,) + s.isr[li + 1:],
+                logs, s.hw, rs[:li] + ((qld, lepoch, new_isr),) + rs[li + 1:],
                 s.next_record_id, s.requests, qld, new_isr, s.down, s.acked,
             )
             label = _L_LSHRINK[qld][r]
@@ -611,12 +594,13 @@ class Replication(Spec):
         if not qld:
             return ()
         li = qld - 1
-        leader = s.leader
-        lepoch = s.leader_epoch[li]
-        if leader[li] != qld or lepoch != len(s.requests) - 1:
+        rs = s.replica_state
+        lst = rs[li]
+        lepoch = lst[1]
+        if lst[0] != qld or lepoch != len(s.requests) - 1:
             return ()
         v = _VARIANT[p.truncation]
-        isr = s.isr[li]
+        isr = lst[2]
         logs = s.logs
         llog = logs[li]
         hw = s.hw[li]
@@ -624,11 +608,12 @@ class Replication(Spec):
             return ()
         out = []
         for r, i in _RNG[p.replicas]:
-            if r in isr or leader[i] != qld:
+            fst = rs[i]
+            if r in isr or fst[0] != qld:
                 continue
             flog = logs[i]
             if v == _KIP320:
-                if s.leader_epoch[i] != lepoch or len(flog) < hw:
+                if fst[1] != lepoch or len(flog) < hw:
                     continue
             elif hw:
                 if len(llog) < hw or len(flog) < hw:
@@ -637,7 +622,7 @@ class Replication(Spec):
                     continue
             new_isr = isr | {r}
             out.append((_L_LEXPAND[qld][r], ReplicationState(
-                logs, s.hw, s.leader_epoch, leader, s.isr[:li] + (new_isr,) + s.isr[li + 1:],
+                logs, s.hw, rs[:li] + ((qld, lepoch, new_isr),) + rs[li + 1:],
                 s.next_record_id, s.requests, qld, new_isr, s.down, s.acked,
             )))
         return out
@@ -652,11 +637,11 @@ class Replication(Spec):
         """
         v = _VARIANT[p.truncation]
         logs = s.logs
-        leader = s.leader
-        leader_epoch = s.leader_epoch
+        rs = s.replica_state
         out = []
         for r, i in _RNG[p.replicas]:
-            if leader[i] != r:
+            lst = rs[i]
+            if lst[0] != r:
                 # Kip320.tla omits this test for the leader itself, but there a replica that
                 # does not presume leadership has either an empty ISR and an empty log or a
                 # non-empty ISR, which fails the test for its members: the same transitions.
@@ -667,31 +652,30 @@ class Replication(Spec):
             if v == _KIP320:
                 if hw >= len(llog):
                     continue
-                lepoch = leader_epoch[i]
-                for f in s.isr[i]:
-                    fi = f - 1
-                    if leader[fi] != r or leader_epoch[fi] != lepoch or len(logs[fi]) <= hw:
+                for f in lst[2]:
+                    fst = rs[f - 1]
+                    if fst[0] != r or fst[1] != lst[1] or len(logs[f - 1]) <= hw:
                         ok = False
                         break
             elif v == _FIRST_TRY:
                 if hw >= len(llog):
                     continue
                 ep = llog[hw][1]
-                for f in s.isr[i]:
+                for f in lst[2]:
                     flog = logs[f - 1]
-                    if leader[f - 1] != r or len(flog) <= hw or flog[hw][1] != ep:
+                    if rs[f - 1][0] != r or len(flog) <= hw or flog[hw][1] != ep:
                         ok = False
                         break
             else:
                 if hw >= p.log_size:
                     continue
-                for f in s.isr[i]:
-                    if leader[f - 1] != r or len(logs[f - 1]) <= hw:
+                for f in lst[2]:
+                    if rs[f - 1][0] != r or len(logs[f - 1]) <= hw:
                         ok = False
                         break
             if ok:
                 out.append((_L_INC_HW[r][hw], ReplicationState(
-                    logs, s.hw[:i] + (hw + 1,) + s.hw[i + 1:], leader_epoch, leader, s.isr,
+                    logs, s.hw[:i] + (hw + 1,) + s.hw[i + 1:], rs,
                     s.next_record_id, s.requests, s.quorum_leader, s.quorum_isr, s.down, s.acked,
                 )))
         return out
@@ -709,14 +693,16 @@ class Replication(Spec):
         v = _VARIANT[p.truncation]
         log_size = p.log_size
         logs = s.logs
-        leader = s.leader
+        rs = s.replica_state
         out = []
         for f, fi in _RNG[p.replicas]:
-            ld = leader[fi]
+            fst = rs[fi]
+            ld = fst[0]
             if not ld or ld == f:
                 continue
             li = ld - 1
-            if leader[li] != ld:
+            lst = rs[li]
+            if lst[0] != ld:
                 continue
             flog = logs[fi]
             llog = logs[li]
@@ -724,7 +710,7 @@ class Replication(Spec):
             if o >= len(llog) or o >= log_size:
                 continue
             if v == _KIP320:
-                if s.leader_epoch[fi] != s.leader_epoch[li]:
+                if fst[1] != lst[1]:
                     continue
             elif v == _FIRST_TRY:
                 if o and flog[o - 1][1] != llog[o - 1][1]:
@@ -733,8 +719,7 @@ class Replication(Spec):
             out.append((_L_FETCH[f][ld][o], ReplicationState(
                 logs[:fi] + (flog + (llog[o],),) + logs[fi + 1:],
                 s.hw[:fi] + (lhw if lhw <= o else o + 1,) + s.hw[fi + 1:],
-                s.leader_epoch, leader, s.isr,
-                s.next_record_id, s.requests, s.quorum_leader, s.quorum_isr, s.down, s.acked,
+                rs, s.next_record_id, s.requests, s.quorum_leader, s.quorum_isr, s.down, s.acked,
             )))
         return out
 
@@ -748,14 +733,14 @@ class Replication(Spec):
         if p.truncation != "kip320-first-try":
             return ()
         logs = s.logs
-        leader = s.leader
+        rs = s.replica_state
         out = []
         for f, fi in _RNG[p.replicas]:
-            ld = leader[fi]
+            ld = rs[fi][0]
             if not ld or ld == f:
                 continue
             li = ld - 1
-            if leader[li] != ld:
+            if rs[li][0] != ld:
                 continue
             flog = logs[fi]
             llog = logs[li]
@@ -767,8 +752,7 @@ class Replication(Spec):
             out.append((_L_TRUNCATE[f][ld][trunc], ReplicationState(
                 logs[:fi] + (flog[:trunc],) + logs[fi + 1:],
                 s.hw[:fi] + (trunc if trunc < hw else hw,) + s.hw[fi + 1:],
-                s.leader_epoch, leader, s.isr,
-                s.next_record_id, s.requests, s.quorum_leader, s.quorum_isr, s.down, s.acked,
+                rs, s.next_record_id, s.requests, s.quorum_leader, s.quorum_isr, s.down, s.acked,
             )))
         return out
 
@@ -782,11 +766,12 @@ class Replication(Spec):
         any unflushed suffix (Kafka leaves flushing to the OS; KIP-101's second scenario) and
         the recovered high watermark is clamped to the recovered log end offset.
         """
-        if not _crashes(p):
+        if not (p.crash or p.unclean or p.lossy_crash):
             return ()
         lossy = p.lossy_crash
         down = s.down
         logs = s.logs
+        rs = s.replica_state
         out = []
         for r, i in _RNG[p.replicas]:
             if r in down:
@@ -797,9 +782,7 @@ class Replication(Spec):
                 out.append((_L_LOSSY_CRASH[r][k] if lossy else _L_CRASH[r], ReplicationState(
                     logs[:i] + (log[:k],) + logs[i + 1:] if k < len(log) else logs,
                     s.hw[:i] + (k,) + s.hw[i + 1:] if k < hw else s.hw,
-                    s.leader_epoch[:i] + (-1,) + s.leader_epoch[i + 1:],
-                    s.leader[:i] + (0,) + s.leader[i + 1:],
-                    s.isr[:i] + (_NO_ISR,) + s.isr[i + 1:],
+                    rs[:i] + (_NO_STATE,) + rs[i + 1:],
                     s.next_record_id, s.requests, s.quorum_leader, s.quorum_isr,
                     down | {r}, s.acked,
                 )))
@@ -807,23 +790,26 @@ class Replication(Spec):
 
     @action
     def broker_restart(p, s):
-        """``crash``: a crashed broker restarts with its log.
+        """``crash``: a crashed broker restarts with its log and high watermark checkpoint.
 
         It registers with a new broker epoch, so LeaderAndIsr requests sent before the restart
-        are rejected (KIP-380); the controller sends it the current partition state, which is
-        the only request it may act on first.
+        are rejected (KIP-380): its leader epoch floor is the quorum's, and it acts on the
+        controller's next request only. A restarted leader therefore never resumes its old
+        leader epoch (in Kafka the controller moves leadership, or sets no leader, with a new
+        epoch when the leader's ZooKeeper session expires), and it cannot acknowledge writes
+        from before the crash, whose produce requests died with it.
         """
         down = s.down
         if not down:
             return ()
-        floor = len(s.requests) - 2
+        floor = len(s.requests) - 1
+        rs = s.replica_state
         out = []
         for r, i in _RNG[p.replicas]:
             if r in down:
                 out.append((_L_RESTART[r], ReplicationState(
-                    s.logs, s.hw,
-                    s.leader_epoch[:i] + (floor if floor > -1 else -1,) + s.leader_epoch[i + 1:],
-                    s.leader, s.isr, s.next_record_id, s.requests, s.quorum_leader, s.quorum_isr,
+                    s.logs, s.hw, rs[:i] + ((0, floor, _NO_ISR),) + rs[i + 1:],
+                    s.next_record_id, s.requests, s.quorum_leader, s.quorum_isr,
                     down - {r}, s.acked,
                 )))
         return out
