@@ -1,0 +1,1001 @@
+"""The Spark engine: level-synchronous breadth-first search sharded across Spark executors.
+
+Every distinct state is owned by the partition ``fingerprint mod P`` (the unsigned 64-bit form of
+the local engine's fingerprint, ``state_key_function``). Partition ``j`` of the one cached RDD of a
+level holds a single block: the sorted ``int64`` fingerprints of the states it owns (its part of
+the visited set, 8 bytes per state) and its part of the current frontier, each state with its
+path (initial-state index, then successor indices), packed into one byte string.
+
+One Spark job per level, two stages:
+
+1. expand (one task per block): decode the frontier, run every action on every state, check
+   action properties, count successors, note deadlocks, deduplicate successors locally (keeping
+   the first, i.e. smallest, path), drop the ones this partition already owns, and emit one packed
+   batch per owner partition.
+2. merge (one task per owner): a partitioner-aware union puts the cached block of partition ``j``
+   and the batches shuffled to ``j`` in the same task, so the visited set never moves. The task
+   drops the batches' states already visited, keeps the smallest path of each new state, checks
+   every invariant on the new states in path order, and writes the next block (old fingerprints
+   plus new ones, the new frontier sorted by path).
+
+The driver only reads per-level statistics (through an accumulator keyed by partition, so a task
+retried by Spark counts once): successors generated, new states, and the smallest path of a
+deadlock, of an action-property violation, of an invariant violation and of an error. Frontier
+states carry their paths, so every state's path is its smallest shortest path, exactly as in the
+local engine; the counterexample is replayed from that path on the driver, and the verdict, the
+statistics and the trace are those of ``kafkamc.checker.local.explore`` (see its docstring for
+the rule on which violation wins). A bounded run (``max_depth``/``max_states``) that stops inside
+a level costs one more small job to find where the local engine would have stopped and one to
+count the successors generated before that point, so its counts are the local engine's too.
+
+Lineage is cut with ``localCheckpoint`` every few levels. The package and the spec's own modules
+are shipped to the executors as zip files (``addPyFile``); the spec itself pickles by class
+reference and parameter values.
+"""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import enum
+import hashlib
+import importlib
+import io
+import marshal
+import operator
+import os
+import pickle
+import resource
+import shutil
+import socket
+import sys
+import sysconfig
+import tempfile
+import time
+import types
+import typing
+import zipfile
+from functools import partial
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from kafkamc.checker.fingerprint import Fingerprinter, _validate_stable
+from kafkamc.checker.local import _classify, state_key_function
+from kafkamc.checker.result import (
+    DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult, LevelStats,
+)
+from kafkamc.counterexamples.trace import ReplayError, replay
+from kafkamc.errors import EngineError, SpecRaised, UsageError
+from kafkamc.invariants.api import Property
+from kafkamc.spec.api import Spec, format_label
+
+__all__ = ["explore_spark", "CHECKPOINT_EVERY"]
+
+Progress = Callable[[LevelStats], None]
+
+# Truncate the lineage every this many levels (each level adds a union, a shuffle and two
+# Python stages to the DAG the scheduler walks and serialises per job).
+CHECKPOINT_EVERY = 8
+# Seconds to wait for a standalone master to give the application an executor.
+EXECUTOR_WAIT = 90.0
+
+
+def _owner(key: int) -> int:
+    """The partition function: ``partitionBy`` takes it modulo P. One module-level object, so
+    that every level's shuffle has an equal ``PythonPartitioner`` and the union with the cached
+    blocks is partitioner-aware (partition j of both sides in one task)."""
+    return key
+
+
+# -- transport of states: plain tuples through marshal --------------------------------------
+
+
+class _Unsupported(Exception):
+    pass
+
+
+_IDENTITY_LEAVES = (int, bool, str, float, bytes, type(None))
+
+
+def _converter(tp: Any, seen: set) -> tuple[Callable, Callable] | None:
+    """(encode, decode) turning values of annotation ``tp`` into marshal-able values and back;
+    None when values already are (ints, bools, tuples and frozensets of them)."""
+    if tp in _IDENTITY_LEAVES or tp is None:
+        return None
+    if isinstance(tp, type) and issubclass(tp, enum.IntEnum):
+        members = dict(tp._value2member_map_)
+        return int, members.__getitem__
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        if all(_converter(a, seen) is None for a in typing.get_args(tp)):
+            return None
+        raise _Unsupported(tp)
+    if origin is tuple or origin is frozenset:
+        args = typing.get_args(tp)
+        if not args:
+            raise _Unsupported(tp)
+        outer = tuple if origin is tuple else frozenset
+        if len(args) == 2 and args[1] is Ellipsis or origin is frozenset:
+            inner = _converter(args[0], seen)
+            if inner is None:
+                return None
+            ie, id_ = inner
+            return (lambda v: outer(map(ie, v))), (lambda v: outer(map(id_, v)))
+        convs = [_converter(a, seen) for a in args]
+        if all(c is None for c in convs):
+            return None
+        encs = [c[0] if c else None for c in convs]
+        decs = [c[1] if c else None for c in convs]
+        return (
+            lambda v: tuple(x if f is None else f(x) for f, x in zip(encs, v)),
+            lambda v: tuple(x if f is None else f(x) for f, x in zip(decs, v)),
+        )
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        if tp in seen:
+            raise _Unsupported(tp)  # recursive types: leave them to pickle
+        seen = seen | {tp}
+        hints = typing.get_type_hints(tp)
+        fields = [f.name for f in dataclasses.fields(tp)]
+        if "__slots__" in tp.__dict__:
+            setters = [getattr(tp, n).__set__ for n in fields]
+        else:
+            setters = [partial(_set_attr, n) for n in fields]
+        convs = [_converter(hints.get(n, Any), seen) for n in fields]
+        get = operator.attrgetter(*fields) if len(fields) > 1 else (lambda v, n=fields[0]: (getattr(v, n),))
+        new = object.__new__
+
+        if all(c is None for c in convs):
+            def dec(v: tuple) -> Any:
+                obj = new(tp)
+                for st, x in zip(setters, v):
+                    st(obj, x)
+                return obj
+            return get, dec
+        encs = [c[0] if c else None for c in convs]
+        decs = [c[1] if c else None for c in convs]
+
+        def enc2(v: Any) -> tuple:
+            return tuple(x if f is None else f(x) for f, x in zip(encs, get(v)))
+
+        def dec2(v: tuple) -> Any:
+            obj = new(tp)
+            for st, f, x in zip(setters, decs, v):
+                st(obj, x if f is None else f(x))
+            return obj
+        return enc2, dec2
+    raise _Unsupported(tp)
+
+
+def _set_attr(name: str, obj: Any, value: Any) -> None:
+    object.__setattr__(obj, name, value)
+
+
+class _Codec:
+    """Packs lists of (path, state) compactly: states as plain tuples through marshal (C speed),
+    or through pickle when the state type's annotations do not describe it exactly."""
+
+    def __init__(self, state_type: type) -> None:
+        self.marshal = False
+        self.enc: Callable[[Any], Any] = _ident
+        self.dec: Callable[[Any], Any] = _ident
+        if dataclasses.is_dataclass(state_type):
+            try:
+                conv = _converter(state_type, set())
+            except (_Unsupported, NameError, TypeError):
+                conv = None
+            if conv is not None:
+                self.enc, self.dec = conv
+                self.marshal = True
+
+    def pack(self, obj: Any) -> bytes:
+        if self.marshal:
+            return b"M" + marshal.dumps(obj, 4)
+        return b"P" + pickle.dumps(obj, 5)
+
+    @staticmethod
+    def unpack(data: bytes) -> Any:
+        if data[:1] == b"M":
+            return marshal.loads(memoryview(data)[1:])
+        return pickle.loads(memoryview(data)[1:])
+
+    def round_trips(self, state: Any) -> bool:
+        try:
+            back = self.dec(self.unpack(self.pack(self.enc(state))))
+        except Exception:
+            return False
+        return type(back) is type(state) and back == state and hash(back) == hash(state)
+
+
+def _ident(x: Any) -> Any:
+    return x
+
+
+_CODECS: dict[type, _Codec] = {}
+
+
+def _codec(state_type: type) -> _Codec:
+    codec = _CODECS.get(state_type)
+    if codec is None:
+        codec = _CODECS[state_type] = _Codec(state_type)
+    return codec
+
+
+# -- what every task knows ------------------------------------------------------------------
+
+
+class _Job:
+    """Everything a task needs; pickled into each task (the spec by class and parameters)."""
+
+    def __init__(self, spec: Spec, props: Sequence[Property], *, symmetry: bool, deadlock: bool,
+                 partitions: int, state_type: type, marshal_ok: bool) -> None:
+        self.spec = spec
+        self.invs = [(pr.name, pr.fn) for pr in props if pr.kind == "invariant"]
+        self.aprops = [(pr.name, pr.fn) for pr in props if pr.kind == "action"]
+        self.symmetry = symmetry
+        self.deadlock = deadlock
+        self.partitions = partitions
+        self.state_type = state_type
+        self.marshal_ok = marshal_ok
+        self.validate = 0  # how many new states each merge task deep-checks against annotations
+
+    def codec(self) -> _Codec:
+        codec = _codec(self.state_type)
+        if not self.marshal_ok and codec.marshal:
+            codec = _Codec(object)
+        return codec
+
+
+class _StatsParam:
+    """Accumulator of per-task statistics, keyed by (stage, partition): idempotent under retries."""
+
+    def zero(self, value: dict) -> dict:
+        return {}
+
+    def addInPlace(self, a: dict, b: dict) -> dict:  # noqa: N802 - pyspark's name
+        a.update(b)
+        return a
+
+
+def _rss_kb() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def _sources(spec: Spec) -> tuple[str, str]:
+    import kafkamc
+
+    mod = sys.modules.get(type(spec).__module__)
+    return getattr(kafkamc, "__file__", "") or "", getattr(mod, "__file__", "") or ""
+
+
+def _member(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Which of ``keys`` are in the sorted array (vectorised binary search)."""
+    if sorted_keys.size == 0 or keys.size == 0:
+        return np.zeros(keys.size, dtype=bool)
+    pos = np.searchsorted(sorted_keys, keys)
+    pos[pos == sorted_keys.size] = sorted_keys.size - 1
+    return sorted_keys[pos] == keys
+
+
+def _init_block(job: _Job, index: int, it: Any) -> Any:
+    """Partition ``index`` of level 1 from the driver's initial states (already checked)."""
+    codec = job.codec()
+    keys: list[np.ndarray] = []
+    entries: list = []
+    for _, payload in it:
+        kb, ents = codec.unpack(payload)
+        keys.append(np.frombuffer(kb, dtype=np.int64))
+        entries.extend(ents)
+    v = np.sort(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.int64)
+    entries.sort(key=_first)
+    return iter([(v, codec.pack(entries), len(entries))])
+
+
+def _first(entry: Any) -> Any:
+    return entry[0]
+
+
+def _expand(job: _Job, acc: Any, index: int, it: Any) -> Any:
+    """Stage 1: expand this partition's frontier, emit (owner, packed batch) per owner partition."""
+    started = time.perf_counter()
+    block = None
+    for block in it:
+        pass
+    visited, fbytes, count = block
+    generated = 0
+    dead = aprop_bad = err = None
+    out: list = []
+    if count:
+        spec = job.spec
+        p = spec.p
+        codec = job.codec()
+        dec = codec.dec
+        frontier = codec.unpack(fbytes)
+        key, _ = state_key_function(spec, dec(frontier[0][1]), job.symmetry)
+        actions = [(a.name, a.fn) for a in type(spec).actions()]
+        constraint = spec.constraint
+        aprops = job.aprops
+        deadlock = job.deadlock
+        cands: dict[int, tuple] = {}
+        for path, e in frontier:
+            s = dec(e)
+            if constraint is not None and not constraint(p, s):
+                continue
+            i = 0
+            try:
+                for aname, fn in actions:
+                    for label, t in fn(p, s):
+                        k = key(t)
+                        if aprops and aprop_bad is None:
+                            flabel = format_label(aname, label)
+                            for n, (_, pfn) in enumerate(aprops):
+                                if not pfn(p, s, flabel, t):
+                                    aprop_bad = (path + (i,), n)
+                                    break
+                        if k not in cands:
+                            cands[k] = (path, i, t)
+                        i += 1
+            except Exception as exc:
+                # The driver re-runs this state's expansion to raise the very same error.
+                err = (path, f"{type(exc).__name__}: {exc}")
+                break
+            generated += i
+            if i == 0 and deadlock and dead is None:
+                dead = path
+        if cands:
+            P = job.partitions
+            keys = np.fromiter(cands, dtype=np.int64, count=len(cands))
+            owners = (keys.view(np.uint64) % np.uint64(P)).astype(np.intp)
+            drop = np.zeros(keys.size, dtype=bool)
+            own = np.flatnonzero(owners == index)
+            if own.size and visited.size:
+                drop[own] = _member(visited, keys[own])
+            bk: list[list[int]] = [[] for _ in range(P)]
+            be: list[list] = [[] for _ in range(P)]
+            enc = codec.enc
+            try:
+                for (k, (path, i, t)), o, d in zip(cands.items(), owners.tolist(), drop.tolist()):
+                    if not d:
+                        bk[o].append(k)
+                        be[o].append((path + (i,), enc(t)))
+                for j in range(P):
+                    if bk[j]:
+                        out.append((j, codec.pack((np.array(bk[j], dtype=np.int64).tobytes(), be[j]))))
+            except Exception as exc:
+                if err is None:
+                    err = ((), f"encoding a state for the shuffle failed: {type(exc).__name__}: {exc}")
+                out = []
+    acc.add({("x", index): {
+        "generated": generated, "deadlock": dead, "aprop": aprop_bad, "error": err,
+        "expanded": count, "seconds": time.perf_counter() - started, "rss_kb": _rss_kb(),
+        "sources": _sources(job.spec),
+    }})
+    return iter(out)
+
+
+def _merge(job: _Job, acc: Any, index: int, it: Any) -> Any:
+    """Stage 2: the cached block ``index`` plus the batches shuffled to it; yields the next block."""
+    started = time.perf_counter()
+    codec = job.codec()
+    visited = None
+    keys: list[np.ndarray] = []
+    entries: list = []
+    for item in it:
+        if isinstance(item[0], np.ndarray):
+            visited = item[0]
+            continue
+        kb, ents = codec.unpack(item[1])
+        keys.append(np.frombuffer(kb, dtype=np.int64))
+        entries.extend(ents)
+    if visited is None:
+        raise RuntimeError(f"kafkamc: the visited block of partition {index} is missing from the union")
+    inv_bad = inv_err = invalid = first_new = None
+    order: list = []
+    if entries:
+        ks = np.concatenate(keys)
+        fresh = ~_member(visited, ks)
+        best: dict[int, Any] = {}
+        get = best.get
+        for k, f, ent in zip(ks.tolist(), fresh.tolist(), entries):
+            if f:
+                b = get(k)
+                if b is None or ent[0] < b[0]:
+                    best[k] = ent
+        order = sorted(best.items(), key=_second_first)
+        if order:
+            first_new = order[0][1][0]
+            new_keys = np.fromiter(best, dtype=np.int64, count=len(best))
+            visited = np.concatenate((visited, np.sort(new_keys)))
+            visited.sort(kind="stable")  # two sorted runs: a linear merge
+        invs = job.invs
+        budget = job.validate
+        if invs or budget:
+            p = job.spec.p
+            dec = codec.dec
+            for _, (path, e) in order:
+                checking = inv_bad is None and inv_err is None and invs
+                if not checking and budget <= 0:
+                    break
+                t = dec(e)
+                if budget > 0:
+                    budget -= 1
+                    if invalid is None:
+                        try:
+                            _validate_stable(t, "state")
+                        except UsageError as exc:
+                            invalid = (path, str(exc))
+                if checking:
+                    try:
+                        for n, (_, fn) in enumerate(invs):
+                            if not fn(p, t):
+                                inv_bad = (path, n)
+                                break
+                    except Exception as exc:
+                        inv_err = (path, f"{type(exc).__name__}: {exc}")
+    frontier = [ent for _, ent in order]
+    packed = codec.pack(frontier)
+    acc.add({("m", index): {
+        "new": len(frontier), "invariant": inv_bad, "error": inv_err, "invalid": invalid,
+        "first_new": first_new, "visited": int(visited.size), "frontier_bytes": len(packed),
+        "seconds": time.perf_counter() - started, "rss_kb": _rss_kb(),
+    }})
+    return iter([(visited, packed, len(frontier))])
+
+
+def _second_first(item: Any) -> Any:
+    return item[1][0]
+
+
+def _first_paths(job: _Job, limit: int, it: Any) -> Any:
+    """The ``limit`` smallest paths of the new frontier in this block (a bounded run's cutoff)."""
+    out: list = []
+    for _, fbytes, count in it:
+        if count:
+            out.extend(path for path, _ in _Codec.unpack(fbytes)[:limit])
+    return iter([out])
+
+
+def _count_before(job: _Job, bound: tuple, it: Any) -> Any:
+    """Successors of this block's frontier states whose path is below ``bound`` (bounded runs)."""
+    total = 0
+    spec = job.spec
+    p = spec.p
+    constraint = spec.constraint
+    codec = job.codec()
+    for _, fbytes, count in it:
+        if not count:
+            continue
+        for path, e in codec.unpack(fbytes):
+            if path >= bound:
+                break
+            s = codec.dec(e)
+            if constraint is not None and not constraint(p, s):
+                continue
+            for act in type(spec).actions():
+                for _ in act.fn(p, s):
+                    total += 1
+    return iter([total])
+
+
+# -- the Spark context and shipping code ----------------------------------------------------
+
+_TMP: list[str] = []
+_SHIPPED: dict[str, set[str]] = {}
+
+
+def _tmpdir() -> str:
+    if not _TMP:
+        path = tempfile.mkdtemp(prefix="kafkamc-spark-")
+        _TMP.append(path)
+        atexit.register(shutil.rmtree, path, True)
+    return _TMP[0]
+
+
+def _java() -> str | None:
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        exe = os.path.join(home, "bin", "java")
+        return exe if os.access(exe, os.X_OK) else None
+    return shutil.which("java")
+
+
+def _check_master(master: str) -> None:
+    """Fail fast (instead of Spark's minute of retries) when no standalone master answers."""
+    hosts = master[len("spark://"):].split(",")
+    errors = []
+    for hp in hosts:
+        host, _, port = hp.rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=5):
+                return
+        except (OSError, ValueError) as exc:
+            errors.append(f"{hp}: {exc}")
+    raise EngineError(f"Spark master {master} is unreachable ({'; '.join(errors)})")
+
+
+_QUIET_LOG4J = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+"""
+
+
+def _context(master: str | None) -> tuple[Any, bool]:
+    """The active SparkContext (kept), or a new one this run owns and stops."""
+    from pyspark import SparkConf, SparkContext
+
+    active = SparkContext._active_spark_context
+    if active is not None:
+        if master is not None and master != active.master:
+            raise UsageError(
+                f"--master {master}: this process already runs a Spark context on {active.master}; "
+                "allowed: that master, or no --master"
+            )
+        return active, False
+    under_submit = "PYSPARK_GATEWAY_PORT" in os.environ
+    if under_submit:
+        conf = SparkConf()
+        if master is not None:
+            conf.setMaster(master)
+    else:
+        if _java() is None:
+            raise EngineError(
+                "no Java runtime found: Spark needs Java 17 or 21 (install one, or set JAVA_HOME)"
+            )
+        master = master or "local[*]"
+        if master.startswith("spark://"):
+            _check_master(master)
+        conf = SparkConf(loadDefaults=False).setMaster(master)
+        log4j = os.path.join(_tmpdir(), "log4j2.properties")
+        with open(log4j, "w", encoding="utf-8") as fh:
+            fh.write(_QUIET_LOG4J)
+        conf.set("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
+        if not os.environ.get("PYSPARK_PYTHON"):
+            conf.set("spark.pyspark.python", sys.executable)
+        if master.startswith("local"):
+            conf.set("spark.ui.enabled", "false")
+    conf.setAppName("kafkamc")
+    conf.set("spark.ui.showConsoleProgress", "false")
+    try:
+        sc = SparkContext(conf=conf)
+    except Exception as exc:
+        raise EngineError(f"cannot start Spark on {master}: {_summary(exc)}") from None
+    sc.setLogLevel("ERROR")
+    if sc.master.startswith("spark://"):
+        deadline = time.monotonic() + EXECUTOR_WAIT
+        while sc._jsc.sc().getExecutorMemoryStatus().size() < 2:
+            if time.monotonic() > deadline:
+                sc.stop()
+                raise EngineError(
+                    f"no executor registered with Spark master {sc.master} within {EXECUTOR_WAIT:.0f} s "
+                    "(are workers alive, with free cores and memory?)"
+                )
+            time.sleep(0.2)
+    return sc, True
+
+
+def _summary(exc: BaseException) -> str:
+    """One readable line from a Py4J or PySpark error."""
+    text = str(exc)
+    for marker in ("PythonException:", "Caused by:", "Job aborted due to stage failure:"):
+        at = text.find(marker)
+        if at >= 0:
+            text = text[at:]
+            break
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    line = " ".join(lines[:3]) if lines else type(exc).__name__
+    return line[:600]
+
+
+def _ship_modules(spec: Spec, props: Sequence[Property], state_type: type) -> list[str]:
+    """Top-level packages the executors must import: kafkamc and the spec's own modules."""
+    mods = {"kafkamc"}
+    objs: list[Any] = list(type(spec).__mro__[:-1]) + [a.fn for a in spec.actions()]
+    objs += [pr.fn for pr in props] + [state_type]
+    for hook in (spec.constraint, spec.symmetry, spec.view):
+        if hook is not None:
+            objs.append(hook)
+    for obj in objs:
+        name = getattr(obj, "__module__", None)
+        if not name or name == "builtins":
+            continue
+        if name == "__main__":
+            raise UsageError(
+                f"{getattr(obj, '__qualname__', obj)} is defined in __main__, which Spark executors cannot "
+                "import; put the spec in a module and name it as module:Class"
+            )
+        mods.add(name.split(".")[0])
+    stdlib = os.path.realpath(sysconfig.get_paths()["stdlib"])
+    out = []
+    for top in sorted(mods):
+        module = sys.modules.get(top) or importlib.import_module(top)
+        fname = getattr(module, "__file__", None)
+        if not fname or os.path.realpath(fname).startswith(stdlib + os.sep):
+            continue
+        if top in ("pyspark", "numpy", "py4j"):
+            continue
+        out.append(top)
+    return out
+
+
+def _zip_module(top: str) -> str:
+    module = sys.modules[top]
+    fname = os.path.realpath(module.__file__)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        if os.path.basename(fname) == "__init__.py":
+            root = os.path.dirname(fname)
+            for dirpath, dirnames, filenames in os.walk(root):
+                dirnames[:] = sorted(d for d in dirnames if d != "__pycache__" and not d.startswith("."))
+                for f in sorted(filenames):
+                    if f.endswith((".pyc", ".pyo")):
+                        continue
+                    full = os.path.join(dirpath, f)
+                    arc = os.path.join(top, os.path.relpath(full, root))
+                    zf.writestr(zipfile.ZipInfo(arc, (1980, 1, 1, 0, 0, 0)), open(full, "rb").read())
+        elif fname.endswith(".py"):
+            zf.writestr(zipfile.ZipInfo(os.path.basename(fname), (1980, 1, 1, 0, 0, 0)), open(fname, "rb").read())
+        else:
+            return ""  # an extension module cannot be imported from a zip; it must be installed
+    data = buf.getvalue()
+    digest = hashlib.sha1(data).hexdigest()[:12]
+    path = os.path.join(_tmpdir(), f"kafkamc-ship-{top}-{digest}.zip")
+    if not os.path.exists(path):
+        with open(path + ".tmp", "wb") as fh:
+            fh.write(data)
+        os.replace(path + ".tmp", path)
+    return path
+
+
+def _ship(sc: Any, spec: Spec, props: Sequence[Property], state_type: type) -> list[str]:
+    shipped = _SHIPPED.setdefault(sc.applicationId, set())
+    names = []
+    for top in _ship_modules(spec, props, state_type):
+        path = _zip_module(top)
+        if not path:
+            continue
+        name = os.path.basename(path)
+        names.append(name)
+        if name not in shipped:
+            sc.addPyFile(path)
+            shipped.add(name)
+    return names
+
+
+# -- the driver ----------------------------------------------------------------------------
+
+
+def explore_spark(
+    spec: Spec,
+    properties: Sequence[Property] | None = None,
+    *,
+    master: str | None = None,
+    partitions: int | None = None,
+    max_depth: int | None = None,
+    max_states: int | None = None,
+    symmetry: bool = False,
+    deadlock: bool = False,
+    progress: Progress | None = None,
+) -> CheckResult:
+    """Explore ``spec`` breadth-first on Spark; the same result as ``kafkamc.checker.local.explore``."""
+    if partitions is not None and (isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1):
+        raise UsageError(f"--partitions {partitions!r} is not allowed; allowed: a positive integer")
+    for name, bound in (("max_depth", max_depth), ("max_states", max_states)):
+        if bound is not None and (isinstance(bound, bool) or not isinstance(bound, int) or bound < 1):
+            raise UsageError(f"{name}={bound!r} is not allowed; allowed: a positive integer")
+    props = tuple(spec.default_properties() if properties is None else properties)
+    invs = [(pr.name, pr.fn) for pr in props if pr.kind == "invariant"]
+    aprops = [(pr.name, pr.fn) for pr in props if pr.kind == "action"]
+    p = spec.p
+    started = time.perf_counter()
+    extra: dict[str, Any] = {"levels": []}
+
+    # Level 1 on the driver, exactly as the local engine does it.
+    try:
+        inits = spec.initial()
+    except Exception as exc:
+        raise SpecRaised(f"{type(spec).__name__}.init_states", None, exc) from exc
+    if not inits:
+        raise UsageError(f"spec {spec.name} has no initial states with parameters {p.as_dict()}")
+    key, fpr = state_key_function(spec, inits[0], symmetry)
+
+    state = {"distinct": 0, "generated": len(inits), "depth": 1}
+
+    def result(kind: str, violated: str | None = None, path: Sequence[int] | None = None,
+               reason: str | None = None) -> CheckResult:
+        trace = replay(spec, list(path)) if path is not None else None
+        return CheckResult(
+            spec=spec.name, params=p.as_dict(), engine="spark", result=kind,
+            invariants=tuple(pr.name for pr in props) + ((DEADLOCK,) if deadlock else ()),
+            violated=violated, distinct_states=state["distinct"], states_generated=state["generated"],
+            depth=state["depth"], seconds=time.perf_counter() - started, trace=trace, reason=reason,
+            symmetry=symmetry, extra=extra,
+        )
+
+    seen: set[int] = set()
+    init_entries: list[tuple[int, tuple[int, ...], Any]] = []
+    bad: tuple[str, list[int]] | None = None
+    for i, s in enumerate(inits):
+        fpr.check(s)
+        k = key(s)
+        if k in seen:
+            continue
+        if max_states is not None and len(seen) >= max_states:
+            return result(INCOMPLETE, reason="max-states")
+        seen.add(k)
+        state["distinct"] = len(seen)
+        init_entries.append((k, (i,), s))
+        if bad is None:
+            for name, fn in invs:
+                try:
+                    ok = fn(p, s)
+                except Exception as exc:
+                    raise SpecRaised(f"invariant {name}", s, exc) from exc
+                if not ok:
+                    bad = (name, [i])
+                    break
+    if progress:
+        progress(LevelStats(1, len(seen), state["generated"], len(init_entries), time.perf_counter() - started))
+    if bad is not None:
+        return result(VIOLATION, bad[0], bad[1])
+
+    state_type = type(inits[0])
+    codec = _codec(state_type)
+    marshal_ok = codec.marshal and all(type(s) is state_type and codec.round_trips(s) for _, _, s in init_entries)
+    if not marshal_ok:
+        codec = _Codec(object)
+
+    t0 = time.perf_counter()
+    sc, owned = _context(master)
+    extra["startup_seconds"] = time.perf_counter() - t0
+    blocks_made: list[Any] = []
+    try:
+        return _run(
+            sc, spec, props, invs, aprops, init_entries, codec, state, result, extra, blocks_made,
+            partitions=partitions, max_depth=max_depth, max_states=max_states, symmetry=symmetry,
+            deadlock=deadlock, progress=progress, started=started, marshal_ok=marshal_ok,
+            state_type=state_type, fpr=fpr,
+        )
+    finally:
+        for rdd in blocks_made:
+            try:
+                rdd.unpersist()
+            except Exception:
+                pass
+        if owned:
+            try:
+                sc.stop()
+            except Exception:
+                pass
+
+
+def _run(sc: Any, spec: Spec, props: Sequence[Property], invs: list, aprops: list, init_entries: list,
+         codec: _Codec, state: dict, result: Callable[..., CheckResult], extra: dict, blocks_made: list, *,
+         partitions: int | None, max_depth: int | None, max_states: int | None, symmetry: bool,
+         deadlock: bool, progress: Progress | None, started: float, marshal_ok: bool, state_type: type,
+         fpr: Fingerprinter) -> CheckResult:
+    from pyspark import RDD, StorageLevel
+    from pyspark.serializers import BatchedSerializer, CPickleSerializer
+
+    P = partitions or max(1, sc.defaultParallelism)
+    extra.update(master=sc.master, partitions=P, shipped=_ship(sc, spec, props, state_type),
+                 codec="marshal" if marshal_ok else "pickle")
+    job = _Job(spec, props, symmetry=symmetry, deadlock=deadlock, partitions=P, state_type=state_type,
+               marshal_ok=marshal_ok)
+    mask = (1 << 64) - 1
+    per_owner: list[tuple[list[int], list]] = [([], []) for _ in range(P)]
+    for k, path, s in init_entries:
+        o = (k & mask) % P
+        per_owner[o][0].append(k)
+        per_owner[o][1].append((path, codec.enc(s)))
+    payloads = [(j, codec.pack((np.array(ks, dtype=np.int64).tobytes(), ents))) for j, (ks, ents) in enumerate(per_owner)]
+    storage = StorageLevel.MEMORY_AND_DISK
+    sources: set[tuple[str, str]] = set()
+    executor_rss = 0
+
+    def materialise(rdd: Any) -> None:
+        try:
+            rdd._jrdd.count()
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:
+            raise EngineError(f"the Spark job failed: {_summary(exc)}") from None
+
+    blocks = sc.parallelize(payloads, P).partitionBy(P, _owner).mapPartitionsWithIndex(
+        partial(_init_block, job), preservesPartitioning=True)
+    blocks.persist(storage)
+    blocks_made.append(blocks)
+    try:
+        materialise(blocks)
+    except KeyboardInterrupt:
+        return result(INCOMPLETE, reason="interrupted")
+    frontier = len(init_entries)
+    level = 0
+    try:
+        while frontier:
+            level_started = time.perf_counter()
+            depth = state["depth"]
+            last_level = max_depth is not None and depth >= max_depth
+            job.validate = max(0, Fingerprinter.VALIDATE_FIRST - state["distinct"]) if fpr.fast else 0
+            acc = sc.accumulator({}, _StatsParam())
+            expanded = blocks.mapPartitionsWithIndex(partial(_expand, job, acc))
+            shuffled = expanded.partitionBy(P, _owner)
+            union = RDD(blocks._jrdd.union(shuffled._jrdd), sc, BatchedSerializer(CPickleSerializer()))
+            if union.getNumPartitions() != P:
+                raise EngineError("internal: the cached blocks and the shuffle are not co-partitioned")
+            nxt = union.mapPartitionsWithIndex(partial(_merge, job, acc), preservesPartitioning=True)
+            nxt.persist(storage)
+            blocks_made.append(nxt)
+            level += 1
+            if level % CHECKPOINT_EVERY == 0:
+                nxt.localCheckpoint()
+            materialise(nxt)
+            stats = acc.value
+            xs = [stats.get(("x", i)) for i in range(P)]
+            ms = [stats.get(("m", j)) for j in range(P)]
+            if any(x is None for x in xs) or any(m is None for m in ms):
+                raise EngineError("internal: a task's statistics are missing")
+            for x in xs:
+                sources.add(tuple(x["sources"]))
+                executor_rss = max(executor_rss, x["rss_kb"])
+            for m in ms:
+                executor_rss = max(executor_rss, m["rss_kb"])
+            gen_level = sum(x["generated"] for x in xs)
+            new_total = sum(m["new"] for m in ms)
+            errs = [x["error"] for x in xs if x["error"] is not None]
+            expand_err = min(errs) if errs else None
+            # Where the local engine would stop inside this level, if it does.
+            cut_k = None
+            if last_level and new_total:
+                cut_k, reason = 0, "max-depth"
+            elif max_states is not None and state["distinct"] + new_total > max_states:
+                cut_k, reason = max_states - state["distinct"], "max-states"
+            if cut_k is not None:
+                firsts = nxt.mapPartitions(partial(_first_paths, job, cut_k + 1)).collect()
+                cut = sorted(pth for part in firsts for pth in part)[cut_k]
+                parent = cut[:-1]
+                if expand_err is not None and expand_err[0] < parent:
+                    _raise_expand_error(spec, invs, aprops, symmetry, expand_err)
+                _raise_invariant_error(spec, invs, xs, ms, cut)
+                partial_gen = sum(blocks.mapPartitions(partial(_count_before, job, parent)).collect())
+                state["generated"] += partial_gen + cut[-1] + 1
+                state["distinct"] += cut_k
+                _finish(extra, sources, executor_rss)
+                return result(INCOMPLETE, reason=reason)
+            if expand_err is not None:
+                _raise_expand_error(spec, invs, aprops, symmetry, expand_err)
+            invalid = [m["invalid"] for m in ms if m["invalid"] is not None]
+            if invalid:
+                _raise_invalid(spec, min(invalid))
+            found = _found(xs, ms, invs, aprops)
+            _raise_invariant_error(spec, invs, xs, ms, None)
+            state["generated"] += gen_level
+            state["distinct"] += new_total
+            if new_total:
+                state["depth"] += 1
+            seconds = time.perf_counter() - started
+            extra["levels"].append({
+                "level": state["depth"], "seconds": time.perf_counter() - level_started, "new": new_total,
+                "generated": gen_level, "distinct": state["distinct"],
+                "expand_seconds": max(x["seconds"] for x in xs), "merge_seconds": max(m["seconds"] for m in ms),
+                "visited_max_partition": max(m["visited"] for m in ms),
+                "frontier_bytes": sum(m["frontier_bytes"] for m in ms),
+            })
+            if progress:
+                progress(LevelStats(state["depth"], state["distinct"], state["generated"], new_total, seconds))
+            blocks.unpersist()
+            blocks_made.remove(blocks)
+            blocks = nxt
+            frontier = new_total
+            if found is not None:
+                name, path, _ = found
+                state["depth"] = max(state["depth"], len(path))
+                _finish(extra, sources, executor_rss)
+                return result(VIOLATION, name, path)
+    except KeyboardInterrupt:
+        _finish(extra, sources, executor_rss)
+        return result(INCOMPLETE, reason="interrupted")
+    _finish(extra, sources, executor_rss)
+    return result(OK)
+
+
+def _finish(extra: dict, sources: set, executor_rss: int) -> None:
+    extra["executor_sources"] = sorted(sources)
+    extra["executor_python_peak_rss_kb"] = executor_rss
+    extra["driver_peak_rss_kb"] = _rss_kb()
+
+
+def _found(xs: list, ms: list, invs: list, aprops: list) -> tuple[str, list[int], tuple] | None:
+    """The violation the local engine reports for this level: (name, path, position) or None."""
+    dead = [x["deadlock"] for x in xs if x["deadlock"] is not None]
+    if dead:
+        path = min(dead)
+        return DEADLOCK, list(path), (path, -1)
+    cands = []
+    for x in xs:
+        if x["aprop"] is not None:
+            path, n = x["aprop"]
+            cands.append(((path, 0), aprops[n][0], path))
+    for m in ms:
+        if m["invariant"] is not None:
+            path, n = m["invariant"]
+            cands.append(((path, 1), invs[n][0], path))
+    if not cands:
+        return None
+    pos, name, path = min(cands)
+    return name, list(path), pos
+
+
+def _raise_expand_error(spec: Spec, invs: list, aprops: list, symmetry: bool, err: tuple) -> None:
+    """Re-run, on the driver, the expansion an executor failed on, and raise what it raises."""
+    path, message = err
+    if path:
+        try:
+            s = replay(spec, list(path)).last
+        except ReplayError:
+            s = None
+        if s is not None:
+            key, _ = state_key_function(spec, s, symmetry)
+            p = spec.p
+            try:
+                for act in spec.actions():
+                    for label, t in act.fn(p, s):
+                        key(t)
+                        for _, pfn in aprops:
+                            pfn(p, s, format_label(act.name, label), t)
+            except (SpecRaised, UsageError):
+                raise
+            except Exception as exc:
+                raise _classify(spec, s, exc, invs, aprops) from exc
+    if message.startswith("encoding a state"):
+        raise UsageError(f"a state does not match its type's annotations ({message})")
+    raise EngineError(f"an executor failed expanding the state at path {list(path)}: {message}")
+
+
+def _raise_invariant_error(spec: Spec, invs: list, xs: list, ms: list, limit: tuple | None) -> None:
+    """Raise an invariant's exception as the local engine would: unless the level is cut off
+    before it (``limit``, the path of the first state not admitted) or a violation precedes it in
+    breadth-first order (the local engine stops evaluating invariants once one is found)."""
+    errs = [m["error"] for m in ms if m["error"] is not None]
+    if not errs:
+        return
+    path, message = min(errs)
+    if limit is not None and not path < limit:
+        return
+    # Raw path comparison orders events across levels L and L+1 here: a level-L deadlock path
+    # differs from every level-(L+1) path before their ends.
+    if any(x["deadlock"] is not None and x["deadlock"] < path for x in xs):
+        return
+    if any(x["aprop"] is not None and x["aprop"][0] <= path for x in xs):
+        return
+    if any(m["invariant"] is not None and m["invariant"][0] < path for m in ms):
+        return
+    t = replay(spec, list(path)).last
+    for name, fn in invs:
+        try:
+            fn(spec.p, t)
+        except Exception as exc:
+            raise SpecRaised(f"invariant {name}", t, exc) from exc
+    raise EngineError(f"an invariant raised on an executor but not on the driver: {message}")
+
+
+def _raise_invalid(spec: Spec, invalid: tuple) -> None:
+    path, message = invalid
+    try:
+        t = replay(spec, list(path)).last
+        _validate_stable(t, "state")
+    except UsageError:
+        raise
+    except ReplayError:
+        pass
+    raise UsageError(message)
+
+
+if __name__ == "__main__":  # spark-submit .../kafkamc/checker/spark.py check SPEC --engine spark ...
+    from kafkamc.cli import main_entry
+
+    main_entry()
