@@ -355,7 +355,9 @@ def _embedded(page: str) -> dict:
 
 
 def hostile_document() -> dict:
-    state = lambda v: {HOSTILE: v, "label": HOSTILE_SCRIPT, "n": v}  # noqa: E731
+    state = lambda v: {  # noqa: E731
+        HOSTILE: v, "label": HOSTILE_SCRIPT, "n": v, "__proto__": {"polluted": v}, "constructor": [v, v],
+        "toString": {"x": v}}
     return {
         "schema": 1, "spec": HOSTILE, "params": {HOSTILE_SCRIPT: HOSTILE}, "engine": "local",
         "result": "violation", "invariants": [HOSTILE], "violated": HOSTILE_SCRIPT,

@@ -392,7 +392,7 @@ _SCRIPT = r"""
   var data = JSON.parse(document.getElementById("trace-data").textContent);
   var steps = data.steps;
   var N = steps.length;
-  var entityFields = {};
+  var entityFields = Object.create(null);
   data.entities.forEach(function (g) { g.fields.forEach(function (f) { entityFields[f] = g; }); });
   var BARE = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
 
@@ -411,6 +411,7 @@ _SCRIPT = r"""
     return String(v);
   }
   function isBox(v) { return v !== null && typeof v === "object"; }
+  function has(o, k) { return Object.prototype.hasOwnProperty.call(o, k); }
   // The same leaves as 'kafkamc trace show': objects opened, lists of lists or objects by index.
   function flatten(v, prefix, out) {
     if (isBox(v) && !Array.isArray(v) && Object.keys(v).length) {
@@ -441,11 +442,11 @@ _SCRIPT = r"""
     keys.forEach(function (k) {
       var v = isObj ? s[k] : s;
       var leaves = flatten(v, isObj ? k : "", []);
-      var map = {};
+      var map = Object.create(null);
       leaves.forEach(function (l) { map[l[0]] = JSON.stringify(l[1]); });
       vars.push({ name: k, value: v, leaves: leaves, map: map, json: JSON.stringify(v) });
     });
-    var byName = {};
+    var byName = Object.create(null);
     vars.forEach(function (v) { byName[v.name] = v; });
     return (cache[n] = { vars: vars, byName: byName });
   }
@@ -642,7 +643,7 @@ _SCRIPT = r"""
       var cols = [];
       g.fields.forEach(function (f) {
         if (!cur.byName[f]) return;
-        var keys = g.columns && g.columns[f];
+        var keys = g.columns && has(g.columns, f) ? g.columns[f] : null;
         if (keys) keys.forEach(function (k) { cols.push({ field: f, key: k, head: g.fields.length > 1 ? f + "." + k : k }); });
         else cols.push({ field: f, key: null, head: f });
       });
@@ -665,8 +666,8 @@ _SCRIPT = r"""
           var newItem = Array.isArray(nv) ? nv[i] : undefined;
           var oldItem = Array.isArray(pv) ? pv[i] : undefined;
           if (c.key !== null) {
-            newItem = isBox(newItem) && c.key in newItem ? newItem[c.key] : undefined;
-            oldItem = isBox(oldItem) && c.key in oldItem ? oldItem[c.key] : undefined;
+            newItem = isBox(newItem) && has(newItem, c.key) ? newItem[c.key] : undefined;
+            oldItem = isBox(oldItem) && has(oldItem, c.key) ? oldItem[c.key] : undefined;
           }
           var path = c.field + "[" + i + "]" + (c.key === null ? "" : "." + c.key);
           var nj = newItem === undefined ? undefined : JSON.stringify(newItem);
