@@ -20,7 +20,7 @@ from kafkamc.counterexamples.itf import (
     itf_to_document, load_trace_file, result_to_itf, write_itf,
 )
 from kafkamc.counterexamples.render import result_to_json
-from kafkamc.invariants.api import invariant
+from kafkamc.invariants.api import action_property, invariant
 from kafkamc.spec.api import Param, Spec, action
 from kafkamc.spec.registry import build_spec
 
@@ -51,6 +51,11 @@ def committed_safe(p, s) -> bool:
     return len(s.isr) == p.brokers or all(not log for log in s.log) or sum(s.epoch) < p.cap
 
 
+@action_property("no-shrink-under-a-leader", "the ISR shrinks only while there is no leader")
+def no_shrink_under_a_leader(p, s, label, t) -> bool:
+    return not (label.startswith("Shrink") and s.leader != 0)
+
+
 def _put(t: tuple, i: int, v: object) -> tuple:
     return t[:i] + (v,) + t[i + 1:]
 
@@ -66,7 +71,8 @@ class Brokers(Spec):
         Param("tag", "t", "a string shown in every Elect label"),
         Param("elect", True, "allow elections (off: the spec changed under a stored trace)"),
     )
-    invariants = (committed_safe,)
+    invariants = (committed_safe, no_shrink_under_a_leader)
+    default_invariants = ("committed-safe",)
 
     def init_states(p):
         n = p.brokers
@@ -314,6 +320,37 @@ def test_replay_reports_a_trace_that_no_longer_reproduces(toy_result, tmp_path, 
     (tmp_path / "noelect.json").write_text(json.dumps(no_elect))
     code, out, _ = run(capsys, "trace", "replay", str(tmp_path / "noelect.json"), "--spec", SPEC_REF)
     assert code == 1 and "step 2 (Elect(b1, tag=t)): not a transition" in out
+
+
+def test_replay_of_a_deadlock_and_of_an_action_property(tmp_path, capsys):
+    from kafkamc.cli import write_trace_file
+
+    dead = explore(Brokers(elect=False), deadlock=True)
+    assert dead.violated == "deadlock" and [s.action for s in dead.trace.steps] == [None, "Shrink(b1)"]
+    path = write_itf(dead, str(tmp_path))
+    code, out, _ = run(capsys, "trace", "show", path)
+    assert "violation: a deadlock (a state with no successors) after 1 steps" in out
+    assert "2. Shrink(b1)   <- no successors (deadlock) here" in out
+    code, out, _ = run(capsys, "trace", "replay", path, "--spec", SPEC_REF)
+    assert code == 0 and "the last state still has no successors (deadlock)" in out
+    doc = load_trace_file(path)
+    doc["params"]["elect"] = True
+    (tmp_path / "alive.json").write_text(json.dumps(doc))
+    code, out, _ = run(capsys, "trace", "replay", str(tmp_path / "alive.json"), "--spec", SPEC_REF)
+    assert code == 1 and "the last state has successors now: no deadlock" in out
+
+    prop = explore(Brokers(), [Brokers.property_named("no-shrink-under-a-leader")])
+    assert prop.violated == "no-shrink-under-a-leader"
+    assert [s.action for s in prop.trace.steps] == [None, "Elect(b1, tag=t)", "Shrink(b2)"]
+    path = write_trace_file(prop, str(tmp_path))
+    code, out, _ = run(capsys, "trace", "replay", path, "--spec", SPEC_REF)
+    assert code == 0 and "no-shrink-under-a-leader still fails at step 3" in out
+    # A file that blames an invariant the last state satisfies does not reproduce.
+    doc = load_trace_file(path)
+    doc["violated"] = "committed-safe"
+    (tmp_path / "other.json").write_text(json.dumps(doc))
+    code, out, _ = run(capsys, "trace", "replay", str(tmp_path / "other.json"), "--spec", SPEC_REF)
+    assert code == 1 and "committed-safe holds at step 3 now" in out
 
 
 @pytest.mark.parametrize("content, needle", [

@@ -122,9 +122,10 @@ def _header(doc: dict[str, Any]) -> list[str]:
     head = f"{spec} [{params}]{engine}"
     n = len(doc["trace"])
     violated = doc.get("violated")
-    if violated:
-        what = "a deadlock (a state with no successors)" if violated == "deadlock" else printable(str(violated))
-        verdict = f"violation: {what} fails after {n - 1} steps (trace of {n} states)"
+    if violated == "deadlock":
+        verdict = f"violation: a deadlock (a state with no successors) after {n - 1} steps (trace of {n} states)"
+    elif violated:
+        verdict = f"violation: {printable(str(violated))} fails after {n - 1} steps (trace of {n} states)"
     else:
         verdict = f"a trace of {n} states"
     lines = [head, verdict]
@@ -148,7 +149,10 @@ def render_document(doc: dict[str, Any], full: bool = False) -> str:
     for n, step in enumerate(steps, start=1):
         flat = flatten_json(step["state"])
         title = "initial state" if step["action"] is None else printable(step["action"])
-        mark = "   <- " + printable(str(doc["violated"])) + " fails here" if n == last and doc.get("violated") else ""
+        mark = ""
+        if n == last and doc.get("violated"):
+            what = "no successors (deadlock)" if doc["violated"] == "deadlock" else f"{printable(str(doc['violated']))} fails"
+            mark = f"   <- {what} here"
         lines.append(f"{n:>{width}}. {title}{mark}")
         if prev is None or full:
             for path, value in flat.items():

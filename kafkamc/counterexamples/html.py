@@ -484,9 +484,14 @@ _SCRIPT = r"""
   document.getElementById("params").textContent = params ? "parameters: " + params : "";
   var verdict = document.getElementById("verdict");
   if (data.violated) {
-    verdict.appendChild(document.createTextNode(data.violated === "deadlock" ? "Deadlock: " : "Invariant "));
-    verdict.appendChild(el("strong", "", data.violated));
-    verdict.appendChild(document.createTextNode(" fails at step " + data.failing + " of " + N + (data.description ? ": " + data.description : "")));
+    if (data.violated === "deadlock") {
+      verdict.appendChild(el("strong", "", "Deadlock"));
+      verdict.appendChild(document.createTextNode(" at step " + data.failing + " of " + N + ": the state has no successors"));
+    } else {
+      verdict.appendChild(document.createTextNode("Invariant "));
+      verdict.appendChild(el("strong", "", data.violated));
+      verdict.appendChild(document.createTextNode(" fails at step " + data.failing + " of " + N + (data.description ? ": " + data.description : "")));
+    }
     var jump = el("button", "", "go to failing step");
     jump.type = "button"; jump.id = "goto-failing";
     jump.addEventListener("click", function () { select(data.failing - 1, true); });
@@ -764,7 +769,7 @@ _SCRIPT = r"""
     columns[n].forEach(function (c) { c.classList.add("col-sel"); });
     var title = document.getElementById("step-title");
     title.textContent = "Step " + (n + 1) + " of " + N + ": " + (steps[n].action === null ? "initial state" : steps[n].action);
-    if (data.failing === n + 1) title.appendChild(el("span", "failmark", "  \u2716 " + data.violated + " fails here"));
+    if (data.failing === n + 1) title.appendChild(el("span", "failmark", "  \u2716 " + (data.violated === "deadlock" ? "deadlock: no successors" : data.violated + " fails here")));
     document.body.setAttribute("data-step", n + 1);
     render();
     items[n].scrollIntoView({ block: "nearest" });
