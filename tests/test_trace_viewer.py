@@ -492,3 +492,15 @@ def test_html_of_an_itf_object_and_of_a_file(toy_files, tmp_path, capsys):
 def test_render_document_matches_check_output_layout(toy_result):
     text = render_document(result_to_json(toy_result))
     assert "\n2. Elect(b1, tag=t)\n     epoch: [0, 0] -> [1, 0]\n" in text
+    assert "\n2. Elect(b1, tag=t)\n     epoch: [0, 0] -> [1, 0]\n" in text
+
+
+def test_itf_is_read_and_written_by_an_independent_itf_library(toy_result):
+    itf_py = pytest.importorskip("itf_py.itf", reason="itf-py (an independent ITF library) is not installed")
+    trace = itf_py.trace_from_json(json.loads(json.dumps(result_to_itf(toy_result))))
+    last = trace.states[-1]
+    assert last.meta == {"index": 5, "action": "Shrink(b2)"}
+    assert last.values["isr"] == frozenset({1}) and last.values["epoch"] == (2, 1)
+    assert last.values["mode"] == ("Leader", "Follower") and last.values["fenced"] is True
+    back = itf_to_document(json.loads(json.dumps(itf_py.trace_to_json(trace))))
+    assert back["trace"] == result_to_json(toy_result)["trace"]
