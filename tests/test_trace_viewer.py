@@ -492,7 +492,6 @@ def test_html_of_an_itf_object_and_of_a_file(toy_files, tmp_path, capsys):
 def test_render_document_matches_check_output_layout(toy_result):
     text = render_document(result_to_json(toy_result))
     assert "\n2. Elect(b1, tag=t)\n     epoch: [0, 0] -> [1, 0]\n" in text
-    assert "\n2. Elect(b1, tag=t)\n     epoch: [0, 0] -> [1, 0]\n" in text
 
 
 def test_itf_is_read_and_written_by_an_independent_itf_library(toy_result):
