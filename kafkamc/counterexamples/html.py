@@ -313,11 +313,12 @@ header .params { color: var(--muted); word-break: break-all; }
 #verdict.none { border-left-color: var(--muted); background: #eaeef2; }
 #verdict button { margin-left: 8px; }
 #stats { color: var(--muted); font-size: 12px; margin-top: 4px; }
-#lanes-wrap { overflow-x: auto; border-bottom: 1px solid var(--line); padding: 6px 16px; max-height: 40vh; overflow-y: auto; }
-#lanes { border-collapse: collapse; }
+#lanes-wrap { overflow: auto; border-bottom: 1px solid var(--line); padding: 6px 0; max-height: 40vh; }
+#lanes { border-collapse: collapse; margin: 0 16px; }
 #lanes th, #lanes td { border: 1px solid #eaeef2; padding: 0; text-align: center; }
 #lanes th.lane-name { position: sticky; left: 0; background: #fff; text-align: left; padding: 0 8px; white-space: nowrap; z-index: 1; }
-#lanes thead th { font-weight: normal; color: var(--muted); font-size: 11px; min-width: 28px; cursor: pointer; }
+#lanes thead th { font-weight: normal; color: var(--muted); font-size: 11px; min-width: 28px; cursor: pointer; position: sticky; top: 0; background: #fff; }
+#lanes thead th.lane-name { z-index: 2; }
 #lanes td { height: 22px; min-width: 28px; cursor: pointer; font-size: 10px; }
 #lanes td .chg { display: block; margin: 2px; border-radius: 3px; background: #b6e3ff; color: #0a3069; line-height: 16px; overflow: hidden; white-space: nowrap; }
 #lanes td .chg.actor { background: #0969da; color: #fff; font-weight: bold; }
