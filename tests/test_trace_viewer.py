@@ -321,6 +321,19 @@ def test_replay_reports_a_trace_that_no_longer_reproduces(toy_result, tmp_path, 
     code, out, _ = run(capsys, "trace", "replay", str(tmp_path / "noelect.json"), "--spec", SPEC_REF)
     assert code == 1 and "step 2 (Elect(b1, tag=t)): not a transition" in out
 
+    # A parameter the spec no longer has, or a value it no longer allows; one it gained.
+    for params, needle in (({"replicas": 2}, "unknown parameter 'replicas'"), ({"brokers": 11}, "out of range")):
+        gone = copy.deepcopy(doc)
+        gone["params"].update(params)
+        (tmp_path / "gone.json").write_text(json.dumps(gone))
+        code, out, _ = run(capsys, "trace", "replay", str(tmp_path / "gone.json"), "--spec", SPEC_REF)
+        assert code == 1 and "does not accept the trace's parameters any more" in out and needle in out
+    older = copy.deepcopy(doc)
+    del older["params"]["elect"]
+    (tmp_path / "older.json").write_text(json.dumps(older))
+    code, out, _ = run(capsys, "trace", "replay", str(tmp_path / "older.json"), "--spec", SPEC_REF)
+    assert code == 0 and "parameters the trace does not set take their defaults: elect" in out
+
 
 def test_replay_of_a_deadlock_and_of_an_action_property(tmp_path, capsys):
     from kafkamc.cli import write_trace_file
@@ -503,3 +516,14 @@ def test_itf_is_read_and_written_by_an_independent_itf_library(toy_result):
     assert last.values["mode"] == ("Leader", "Follower") and last.values["fenced"] is True
     back = itf_to_document(json.loads(json.dumps(itf_py.trace_to_json(trace))))
     assert back["trace"] == result_to_json(toy_result)["trace"]
+
+
+def test_replay_of_a_spec_that_raises_exits_3_naming_the_action(tmp_path, capsys):
+    doc = {"schema": 1, "spec": "raising", "params": {}, "violated": "deadlock", "trace": [
+        {"action": None, "state": {"x": 0, "y": 0}},
+        {"action": "Step", "state": {"x": 1, "y": 0}},
+        {"action": "Step", "state": {"x": 2, "y": 0}}]}
+    path = tmp_path / "raising.trace.json"
+    path.write_text(json.dumps(doc))
+    code, _, err = run(capsys, "trace", "replay", str(path), "--spec", "toyspecs:Raising")
+    assert code == 3 and "action step raised ZeroDivisionError" in err

@@ -187,13 +187,15 @@ class ReplayReport:
 def _successors(spec: Any, state: Any) -> Iterator[tuple[int, str, Any]]:
     from kafkamc.spec.api import format_label
 
-    try:
-        for i, (act, label, nxt) in enumerate(spec.successors(state)):
+    i = 0
+    for act in spec.actions():
+        try:
+            produced = list(act.fn(spec.p, state))
+        except Exception as exc:
+            raise SpecRaised(f"action {act.name}", state, exc) from exc
+        for label, nxt in produced:
             yield i, format_label(act.name, label), nxt
-    except SpecRaised:
-        raise
-    except Exception as exc:
-        raise SpecRaised("an action", state, exc) from exc
+            i += 1
 
 
 def replay_document(doc: dict[str, Any], spec_ref: str | None = None) -> ReplayReport:
@@ -204,7 +206,7 @@ def replay_document(doc: dict[str, Any], spec_ref: str | None = None) -> ReplayR
     can, its action label) is searched among the successors. Then the violated property must
     still fail at the end. UsageError if the file names no spec or the spec cannot be built.
     """
-    from kafkamc.spec.registry import build_spec
+    from kafkamc.spec.registry import build_spec, load_spec_class
 
     ref = spec_ref or doc.get("spec")
     if not ref:
@@ -212,8 +214,16 @@ def replay_document(doc: dict[str, Any], spec_ref: str | None = None) -> ReplayR
     violated = doc.get("violated")
     if not violated:
         raise UsageError("the trace names no violated invariant, so there is nothing to reproduce")
-    spec = build_spec(str(ref), dict(doc.get("params") or {}))
+    load_spec_class(str(ref))  # an unknown spec is a usage error (exit 2)
     report = ReplayReport()
+    recorded = dict(doc.get("params") or {})
+    try:
+        spec = build_spec(str(ref), recorded)
+    except UsageError as exc:
+        # The spec exists but no longer takes the trace's parameters: it changed under the trace.
+        report.say(f"the spec does not accept the trace's parameters any more: {exc}")
+        report.say("not reproduced")
+        return report
     steps = doc["trace"]
     path = doc.get("path")
     if path is not None and len(path) != len(steps):
@@ -221,6 +231,9 @@ def replay_document(doc: dict[str, Any], spec_ref: str | None = None) -> ReplayR
     p = spec.p
     params = " ".join(f"{k}={show_json(v)}" for k, v in p.as_dict().items())
     report.say(f"replaying {len(steps)} states against {spec.name} [{params}]")
+    defaulted = [k for k in p.as_dict() if k not in recorded]
+    if defaulted and recorded:
+        report.say("parameters the trace does not set take their defaults: " + ", ".join(defaulted))
 
     try:
         inits = spec.initial()
