@@ -259,6 +259,10 @@ def test_failing_step_is_marked_and_reachable(browser, toy_page):
     page.click("#goto-failing")
     assert view.step() == last
     assert f"{doc['violated']} fails here" in page.text_content("#step-title")
+    # Inside a modified value: the set member that left, the record appended.
+    assert page.text_content("[data-path='isr'] .delta") == "\u22122"
+    page.keyboard.press("ArrowUp")
+    assert page.text_content("[data-path='log[0]'] .delta") == "appended 2"
     view.close()
 
 

@@ -353,6 +353,7 @@ td.val { word-break: break-all; max-width: 60vw; }
 .removed { background: var(--rem-bg); }
 .removed .now { text-decoration: line-through; color: var(--rem); }
 .old { color: var(--muted); text-decoration: line-through; margin-right: 6px; }
+.delta { display: block; font-size: 11px; color: var(--mod); }
 .mark { font-size: 11px; color: var(--muted); white-space: nowrap; }
 .added .mark { color: var(--add); } .modified .mark { color: var(--mod); } .removed .mark { color: var(--rem); }
 tr.group th { background: #eaeef2; }
@@ -626,11 +627,27 @@ _SCRIPT = r"""
 
   // -- the selected state --------------------------------------------------------------------
   var view = document.getElementById("state-view");
-  function valueCell(mark, oldJson, newValue, hasNew, oldValue) {
-    var td = el("td", "val");
+  // What changed inside a modified list: members of a set, records appended, a truncation.
+  function delta(a, b) {
+    if (!Array.isArray(a) || !Array.isArray(b)) return "";
+    var scalar = function (x) { return !isBox(x); };
+    var sorted = function (x) { for (var i = 1; i < x.length; i++) if (!(x[i - 1] < x[i])) return false; return true; };
+    var sa = a.map(function (x) { return JSON.stringify(x); }), sb = b.map(function (x) { return JSON.stringify(x); });
+    var prefix = function (p, q) { for (var i = 0; i < p.length; i++) if (p[i] !== q[i]) return false; return true; };
+    if (a.every(scalar) && b.every(scalar) && sorted(a) && sorted(b)) {
+      var plus = b.filter(function (x, i) { return sa.indexOf(sb[i]) < 0; }).map(function (x) { return "+" + show(x); });
+      var minus = a.filter(function (x, i) { return sb.indexOf(sa[i]) < 0; }).map(function (x) { return "\u2212" + show(x); });
+      return plus.concat(minus).join(" ");
+    }
+    if (sa.length < sb.length && prefix(sa, sb)) return "appended " + b.slice(a.length).map(show).join(", ");
+    if (sb.length < sa.length && prefix(sb, sa)) return "truncated to " + b.length;
+    return "";
+  }
+  function fill(td, mark, oldValue, newValue, hasNew) {
     if (mark === "modified") td.appendChild(el("span", "old", show(oldValue)));
     td.appendChild(el("span", "now", hasNew ? show(newValue) : show(oldValue)));
-    return td;
+    var d = mark === "modified" ? delta(oldValue, newValue) : "";
+    if (d) td.appendChild(el("span", "delta", d));
   }
   function markCell(mark) { return el("td", "mark", SIGN[mark]); }
   function matches(path, text) { return !text || path.toLowerCase().indexOf(text) >= 0; }
@@ -684,8 +701,7 @@ _SCRIPT = r"""
           td.setAttribute("data-path", path);
           td.setAttribute("data-mark", mark);
           td.title = path + ": " + (SIGN[mark] || "initial state");
-          if (mark === "modified") td.appendChild(el("span", "old", show(oldItem)));
-          td.appendChild(el("span", "now", show(nj === undefined ? oldItem : newItem)));
+          fill(td, mark, oldItem, newItem, nj !== undefined);
           tr.appendChild(td);
           shown++;
         });
@@ -734,8 +750,7 @@ _SCRIPT = r"""
         var td = el("td", "val");
         td.setAttribute("data-path", l.path);
         td.setAttribute("data-mark", l.mark);
-        if (l.mark === "modified") td.appendChild(el("span", "old", show(l.old)));
-        td.appendChild(el("span", "now", show(l.has ? l.value : l.old)));
+        fill(td, l.mark, l.old, l.value, l.has);
         tr.appendChild(td);
         tr.appendChild(markCell(l.mark));
         rows.push(tr);
