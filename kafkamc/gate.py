@@ -722,18 +722,18 @@ def run_gate(config: GateConfig, checks: list[Check], *, out_dir: str | None = N
     interrupted = False
     for check in checks:
         if interrupted:
-            outcomes.append(Outcome(check, SKIPPED, None, 0.0, error="not run: the gate was interrupted"))
-            continue
-        try:
-            outcome = run_check(check)
-        except KeyboardInterrupt:
-            outcome = Outcome(check, ERROR, None, 0.0, error="interrupted (Ctrl-C)")
-        if (outcome.result is not None and outcome.result.reason == "interrupted") or (
-            outcome.error == "interrupted (Ctrl-C)"
-        ):
-            interrupted = True
-        if out_dir is not None:
-            outcome.files = write_counterexamples(outcome, out_dir)
+            outcome = Outcome(check, SKIPPED, None, 0.0, error="not run: the gate was interrupted")
+        else:
+            try:
+                outcome = run_check(check)
+            except KeyboardInterrupt:
+                outcome = Outcome(check, ERROR, None, 0.0, error="interrupted (Ctrl-C)")
+            if (outcome.result is not None and outcome.result.reason == "interrupted") or (
+                outcome.error == "interrupted (Ctrl-C)"
+            ):
+                interrupted = True
+            if out_dir is not None:
+                outcome.files = write_counterexamples(outcome, out_dir)
         outcomes.append(outcome)
         if not as_json:
             print(_line(outcome, width, ewidth), file=stream, flush=True)

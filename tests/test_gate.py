@@ -398,3 +398,22 @@ def test_spark_engine_gets_the_check_settings(tmp_path, capsys, monkeypatch):
     assert code == 0, out
     assert calls == [dict(master="local[2]", partitions=4, max_depth=50, max_states=None, symmetry=False,
                           deadlock=False)]
+
+
+def test_ctrl_c_fails_the_gate_and_skips_the_rest(tmp_path, capsys, monkeypatch):
+    import kafkamc.gate as gate_module
+    from kafkamc.checker.result import CheckResult
+
+    def interrupted(check):
+        return CheckResult(spec=check.spec.name, params=check.spec.p.as_dict(), engine="local", result="incomplete",
+                           invariants=("gate-x-below-limit",), violated=None, distinct_states=7,
+                           states_generated=9, depth=3, seconds=0.1, reason="interrupted")
+
+    monkeypatch.setattr(gate_module, "_explore", interrupted)
+    junit = tmp_path / "gate.xml"
+    code, out, _ = gate(capsys, "--config", write(tmp_path, GOOD), "--junit", str(junit))
+    assert code == 1
+    assert out.startswith("FAIL  grid-holds") and "interrupted (Ctrl-C)" in out
+    assert "SKIP  grid-x-bug" in out
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert (suite.get("failures"), suite.get("skipped")) == ("1", "1")
