@@ -161,3 +161,16 @@ def test_hw_truncation_diverges_without_any_crash():
     res = check("no-divergence", truncation="hw")
     assert (res.result, len(res.trace.steps)) == ("violation", 15)
     assert check("no-divergence", truncation="kip101").result == "ok"
+
+
+def test_symmetry_reduces_states_and_keeps_verdicts():
+    # Replica ids are interchangeable; with two replicas almost every orbit has two states.
+    plain = check(truncation="kip279")
+    spec = Replication(truncation="kip279")
+    reduced = explore(spec, symmetry=True)
+    assert (reduced.result, reduced.depth) == ("ok", plain.depth)
+    assert reduced.distinct_states == 4_514 < plain.distinct_states
+    hw = explore(Replication(truncation="hw"), [Replication.property_named("strong-isr")], symmetry=True)
+    assert (hw.result, len(hw.trace.steps)) == ("violation", 10)
+    s = hw.trace.steps[-1].state
+    assert Replication.symmetry(spec.p, Replication.symmetry(spec.p, s)) == Replication.symmetry(spec.p, s)

@@ -24,23 +24,25 @@ Extensions, all off by default (the reference model does not have them):
 - ``crash``: brokers crash and restart. A crashed broker does nothing and forgets its cached
   LeaderAndIsr state; its log and high watermark checkpoint survive. On restart it accepts only
   LeaderAndIsr requests sent after it came back (broker epochs, KIP-380).
-- ``unclean`` (unclean.leader.election.enable, KAFKA-1028 / ZooKeeper-era
-  ``OfflinePartitionLeaderElectionStrategy``): when no member of the ISR is alive, the controller
-  may elect a live replica outside the ISR, with the ISR reset to it alone. Implies ``crash``.
-- ``acks`` (``0``, ``1`` or ``all``) and ``min_isr`` (min.insync.replicas): the producer's
-  acknowledgements, recorded in ``acked``. ``1`` acknowledges on the leader's append; ``all``
-  refuses the append while the leader's ISR is smaller than min.insync.replicas
+- ``unclean`` (unclean.leader.election.enable; per topic since KAFKA-1028, off by default since
+  KIP-106): when no member of the ISR is alive, the controller may elect a live replica outside
+  the ISR, with the ISR reset to it alone. Implies ``crash``.
+- ``acks`` (``0``, ``1`` or ``all``) and ``min_isr`` (min.insync.replicas, KAFKA-1555): the
+  producer's acknowledgements, recorded in ``acked``. ``1`` acknowledges on the leader's append;
+  ``all`` refuses the append while the leader's ISR is smaller than min.insync.replicas
   (NOT_ENOUGH_REPLICAS) and acknowledges once the high watermark passes the record with the ISR
   still large enough (``Partition.checkEnoughReplicasReachOffset``). ``0`` records nothing.
 - ``lossy_crash``: a crash loses an unflushed suffix of the log, any suffix, since Kafka leaves
-  flushing to the OS (the KIP-101 "replica divergence" scenario). Implies ``crash``.
+  flushing to the OS (KIP-101's second scenario; KIP-966's unclean shutdowns). Implies ``crash``.
 
-Representation. One tuple per field with one entry per replica (replica ``r`` at index ``r-1``);
-``0`` is "no leader" and ``-1`` "no leader epoch". A log is a tuple of ``(id, epoch)`` records and
-its end offset is its length. The request set is a tuple in epoch order: every request carries a
-fresh epoch, so ``requests[e]`` is the request of leader epoch ``e`` and the tuple is a canonical
-form of the set; ``next_leader_epoch`` (its length) and the quorum's leader epoch (one less) are
-therefore properties rather than fields.
+Representation. One tuple per variable with one entry per replica (replica ``r`` at index
+``r-1``); ``0`` is "no leader" and ``-1`` "no leader epoch". A log is a tuple of ``(id, epoch)``
+records and its end offset is its length. A replica's cached state is the LeaderAndIsr triple
+``(leader, leader_epoch, isr)`` it acts on (its high watermark is kept apart), so accepting a
+request stores the request itself. The request set is a tuple in epoch order: every request
+carries a fresh epoch, so ``requests[e]`` is the request of leader epoch ``e`` and the tuple is a
+canonical form of the set; ``next_leader_epoch`` (its length) and the quorum's leader epoch (one
+less) are therefore properties rather than fields.
 
 Where the TLA+ model reaches one successor through two enabled branches (KIP-279's
 BecomeFollower on an empty log; KIP-320's ISR shrink of a follower that is both on a stale epoch
@@ -50,6 +52,8 @@ and behind), the action yields it twice, so that ``states_generated`` counts as 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
+from itertools import permutations
 
 from kafkamc.errors import UsageError
 from kafkamc.invariants.replication import (
@@ -92,7 +96,8 @@ class ReplicationState:
     logs[i]: the records (id, leader epoch) of replica i+1, offset 0 first.
     hw[i]: its high watermark.
     replica_state[i]: the LeaderAndIsr state it acts on, (leader, leader_epoch, isr): the request
-    it last accepted, or with the ISR it wrote as leader; (0, -1, {}) before any.
+    it last accepted, or with the ISR it wrote as leader; (0, -1, {}) before any and after a
+    crash, (0, quorum epoch at restart, {}) after a restart.
     next_record_id: the id of the next producer record.
     requests: every LeaderAndIsr request sent, (leader, leader_epoch, isr), in epoch order.
     quorum_leader, quorum_isr: the partition state in ZooKeeper (its epoch is the last request's).
@@ -230,6 +235,28 @@ def _ack_id(ack: Ack) -> int:
     return ack[1]
 
 
+class _Renaming:
+    """One permutation of replica ids, with what renaming a state needs precomputed."""
+
+    __slots__ = ("ids", "order", "sets")
+
+    def __init__(self, perm: tuple[int, ...], n: int) -> None:
+        self.ids = (0,) + perm  # replica r becomes ids[r]; 0 (none) stays 0
+        # position j of a renamed per-replica tuple holds the entry of the replica renamed to j+1
+        self.order = tuple(perm.index(j + 1) for j in range(n))
+        subsets = [frozenset(c for c in range(1, n + 1) if mask >> (c - 1) & 1) for mask in range(1 << n)]
+        self.sets = {sub: frozenset(self.ids[r] for r in sub) for sub in subsets}
+
+
+@lru_cache(maxsize=8)
+def _renamings(n: int) -> tuple[_Renaming, ...]:
+    return tuple(_Renaming(perm, n) for perm in permutations(range(1, n + 1)))
+
+
+def _sorted_set(ids: frozenset[int]) -> tuple[int, ...]:
+    return tuple(sorted(ids))
+
+
 class Replication(Spec):
     """Kafka partition replication after Jason Gustafson's TLA+ model (KIP-101, KIP-279, KIP-320)."""
 
@@ -278,6 +305,33 @@ class Replication(Spec):
             down=frozenset(),
             acked=(),
         )
+
+    @staticmethod
+    def symmetry(p: Params, s: ReplicationState) -> ReplicationState:
+        """Replica ids are interchangeable: the least renaming of ``s`` (TLC's symmetry sets).
+
+        Every invariant of this spec is symmetric in the replica ids.
+        """
+        best = None
+        best_key = None
+        for ren in _renamings(p.replicas):
+            ids, order, sets = ren.ids, ren.order, ren.sets
+            logs = tuple(s.logs[k] for k in order)
+            hw = tuple(s.hw[k] for k in order)
+            rs = tuple((ids[st[0]], st[1], sets[st[2]]) for st in (s.replica_state[k] for k in order))
+            requests = tuple((ids[q[0]], q[1], sets[q[2]]) for q in s.requests)
+            qisr = sets[s.quorum_isr]
+            down = sets[s.down]
+            key = (
+                logs, hw, tuple((a, b, _sorted_set(c)) for a, b, c in rs),
+                tuple((a, b, _sorted_set(c)) for a, b, c in requests),
+                ids[s.quorum_leader], _sorted_set(qisr), _sorted_set(down),
+            )
+            if best_key is None or key < best_key:
+                best_key = key
+                best = (logs, hw, rs, requests, ids[s.quorum_leader], qisr, down)
+        logs, hw, rs, requests, qld, qisr, down = best
+        return ReplicationState(logs, hw, rs, s.next_record_id, requests, qld, qisr, down, s.acked)
 
     # -- controller ------------------------------------------------------------------------
 
