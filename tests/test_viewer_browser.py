@@ -121,10 +121,11 @@ def replication_page(tmp_path_factory):
 
 def records_document() -> dict:
     """Per-producer records, a list that shrinks, an object that gains and loses keys."""
-    s0 = {"producers": [{"state": "Ready", "epoch": 0}, {"state": "NotStarted", "epoch": -1}],
+    s0 = {"producers": [{"state": "Ready", "epoch": 0, "log": [[1, 0]]}, {"state": "NotStarted", "epoch": -1, "log": []}],
           "network": [[1, 0], [2, 0]], "meta": {"a": 1, "b": [1]}, "flag": False}
     s1 = json.loads(json.dumps(s0))
     s1["producers"][0]["epoch"] = 1
+    s1["producers"][0]["log"] = [[1, 0], [2, 1]]
     s1["network"] = [[2, 0]]
     s1["meta"]["b"] = [1, 2]
     s2 = json.loads(json.dumps(s1))
@@ -132,6 +133,7 @@ def records_document() -> dict:
     s2["meta"] = {"b": [1, 2], "c": 3}
     s2["flag"] = True
     s2["producers"][1]["state"] = "Ready"
+    s2["producers"][0]["log"] = [[1, 0]]
     return {"schema": 1, "spec": "records", "params": {"producers": 2}, "result": "violation",
             "violated": "records-ok", "trace": [
                 {"action": None, "state": s0}, {"action": "Bump(producer=1)", "state": s1},
@@ -186,7 +188,10 @@ def test_records_of_an_entity_get_a_column_per_field(browser, records_page):
     assert marks["producers[0].epoch"] == "modified" and marks["producers[0].state"] == "unchanged"
     assert marks["network[1]"] == "removed" and marks["network[0]"] == "modified"
     heads = view.page.eval_on_selector_all("table.entity-table th", "hs => hs.map(h => h.textContent)")
-    assert heads == ["producer", "state", "epoch", "p1", "p2"]
+    assert heads == ["producer", "state", "epoch", "log", "p1", "p2"]
+    assert view.page.text_content("[data-path='producers[0].log'] .delta") == "appended [2, 1]"
+    view.page.keyboard.press("ArrowDown")
+    assert view.page.text_content("[data-path='producers[0].log'] .delta") == "truncated to 1"
     view.close()
 
 
@@ -259,10 +264,10 @@ def test_failing_step_is_marked_and_reachable(browser, toy_page):
     page.click("#goto-failing")
     assert view.step() == last
     assert f"{doc['violated']} fails here" in page.text_content("#step-title")
-    # Inside a modified value: the set member that left, the record appended.
+    # Inside a modified value: the member that left a set, the one that joined a list.
     assert page.text_content("[data-path='isr'] .delta") == "\u22122"
     page.keyboard.press("ArrowUp")
-    assert page.text_content("[data-path='log[0]'] .delta") == "appended 2"
+    assert page.text_content("[data-path='log[0]'] .delta") == "+2"
     view.close()
 
 
