@@ -417,3 +417,27 @@ def test_100_steps_and_10_brokers_without_lag(browser, tmp_path):
         return performance.now() - t0; }""")
     assert t < 200
     view.close()
+
+
+def test_clicking_a_value_shows_its_history(browser, toy_page):
+    path, doc = toy_page
+    view = Viewer(browser, path, "#step-6")
+    page = view.page
+    assert page.is_hidden("#history")
+    page.click("[data-path='epoch[0]']")
+    rows = page.eval_on_selector_all(
+        "#history tr[data-step]", "rs => rs.map(r => [r.getAttribute('data-step'), r.lastChild.textContent])")
+    # b1's epoch over the trace: 0 initially, bumped by the elections of steps 2 and 4.
+    expected, last = [], None
+    for n, step in enumerate(doc["trace"]):
+        value = step["state"]["epoch"][0]
+        if value != last:
+            expected.append([str(n + 1), str(value)])
+        last = value
+    assert rows == expected == [["1", "0"], ["2", "1"], ["4", "2"]]
+    page.click("#history tr[data-step='4'] a")
+    page.wait_for_function("document.body.getAttribute('data-step') === '4'")
+    assert "selected-step" in page.get_attribute("#history tr[data-step='4']", "class")
+    page.click("#history-close")
+    assert page.is_hidden("#history")
+    view.close()

@@ -348,6 +348,9 @@ table.vals { border-collapse: collapse; margin-bottom: 14px; }
 table.vals th, table.vals td { border: 1px solid var(--line); padding: 2px 8px; vertical-align: top; text-align: left; }
 table.vals th { background: #f6f8fa; font-weight: 600; }
 td.val { word-break: break-all; max-width: 60vw; }
+#state-view td[data-path] { cursor: pointer; }
+#history h3 button { margin-left: 10px; text-transform: none; }
+tr.selected-step { background: var(--sel); }
 .added { background: var(--add-bg); }
 .modified { background: var(--mod-bg); }
 .removed { background: var(--rem-bg); }
@@ -382,9 +385,10 @@ _BODY = """<header>
 <input type="search" id="filter" placeholder="filter variables" aria-label="filter variables">
 <select id="entity-filter" aria-label="filter by entity"><option value="">all entities</option></select>
 <span class="legend"><span class="added">+ added</span><span class="modified">~ modified</span><span class="removed">&#8722; removed</span><span>= unchanged</span></span>
-<span class="mark"><kbd>&#8592;</kbd><kbd>&#8594;</kbd> <kbd>Home</kbd><kbd>End</kbd></span>
+<span class="mark"><kbd>&#8592;</kbd><kbd>&#8594;</kbd> <kbd>Home</kbd><kbd>End</kbd> &middot; click a value for its history</span>
 </div>
 <div id="state-view"></div>
+<div id="history" hidden></div>
 </section>
 </main>"""
 
@@ -767,7 +771,69 @@ _SCRIPT = r"""
       view.appendChild(table);
     }
     if (!shown) view.appendChild(el("p", "empty-note", "No variable matches the filter."));
+    renderHistory();
   }
+
+  // -- one value over the whole trace (click a value) ----------------------------------------
+  var historyPath = null;
+  var historyBox = document.getElementById("history");
+  var ABSENT = {};
+  function resolve(root, path) {
+    var v = isBox(root) && !Array.isArray(root) ? root : { state: root };
+    var re = /\[(\d+)\]|\.?([^.\[\]]+)/g, m;
+    while ((m = re.exec(path)) !== null) {
+      if (m[1] !== undefined) {
+        var i = Number(m[1]);
+        if (!Array.isArray(v) || i >= v.length) return ABSENT;
+        v = v[i];
+      } else {
+        if (!isBox(v) || Array.isArray(v) || !has(v, m[2])) return ABSENT;
+        v = v[m[2]];
+      }
+    }
+    return v;
+  }
+  function renderHistory() {
+    historyBox.textContent = "";
+    historyBox.hidden = historyPath === null;
+    if (historyPath === null) return;
+    var head = el("h3", "", "history of " + historyPath);
+    var close = el("button", "", "close");
+    close.type = "button";
+    close.id = "history-close";
+    close.addEventListener("click", function () { historyPath = null; renderHistory(); });
+    head.appendChild(close);
+    historyBox.appendChild(head);
+    var table = el("table", "vals history-table");
+    var hr = el("tr");
+    ["step", "action", "value"].forEach(function (h) { hr.appendChild(el("th", "", h)); });
+    table.appendChild(hr);
+    var last;
+    steps.forEach(function (st, n) {
+      var v = resolve(st.state, historyPath);
+      var j = v === ABSENT ? "\u0000" : JSON.stringify(v);
+      if (n > 0 && j === last) return;
+      last = j;
+      var tr = el("tr", n === current ? "selected-step" : "");
+      tr.setAttribute("data-step", n + 1);
+      var a = el("a", "", n + 1);
+      a.href = "#step-" + (n + 1);
+      var td = el("td");
+      td.appendChild(a);
+      tr.appendChild(td);
+      tr.appendChild(el("td", "mono", st.action === null ? "initial state" : st.action));
+      tr.appendChild(el("td", "val", v === ABSENT ? "(absent)" : show(v)));
+      table.appendChild(tr);
+    });
+    historyBox.appendChild(table);
+  }
+  view.addEventListener("click", function (ev) {
+    var t = ev.target;
+    while (t && t !== view && !(t.getAttribute && t.getAttribute("data-path"))) t = t.parentNode;
+    if (!t || t === view) return;
+    historyPath = t.getAttribute("data-path");
+    renderHistory();
+  });
 
   // -- selection, fragments, keys ------------------------------------------------------------
   var current = -1;
