@@ -17,7 +17,7 @@ Modelling choices (each an abstraction of time, never of a check Kafka makes):
 * Timers are nondeterministic: the rebalance timeout may complete a join at any time (removing
   dynamic members that did not rejoin), and a session may expire at the coordinator at any time
   while the consumer does not notice (a long GC pause), at most ``max_session_expiries`` times.
-* The MEMBER_ID_REQUIRED round trip of KIP-394 is folded into the first JoinGroup: a new member
+* The MEMBER_ID_REQUIRED round trip of KIP-394 (KAFKA-7824) is folded into the first JoinGroup: a new member
   gets its id in the JoinGroup response. Member ids are small ints; a fresh id is the smallest id
   that nothing in the state mentions, which is indistinguishable from a new UUID.
 * Processes 1..consumers are the consumers; the first ``static`` of them carry group.instance.id
@@ -632,6 +632,7 @@ class Group(Spec):
 
     @action
     def delete_group(p, s):
-        """DeleteGroups (or offset expiry) of an Empty group: Dead is final."""
-        if s.group == _E:
+        """DeleteGroups (or offset expiry) of an Empty group that has had members: Dead is final
+        (the group at generation 0 stands for one no consumer has created yet)."""
+        if s.group == _E and s.generation > 0:
             yield "DeleteGroup -> Dead", GroupModel(_DEAD, s.generation, 0, (), s.clients, s.expiries, s.commit)
