@@ -210,6 +210,8 @@ def test_hide_unchanged_hides_exactly_the_unchanged_rows(browser, toy_page):
     for marks, visible in after:
         assert visible == any(m != "unchanged" for m in marks), marks
     assert any(not visible for _, visible in after) and any(visible for _, visible in after)
+    # Step 5 (Append) changes no shared variable: the whole shared-state table goes.
+    assert view.page.is_hidden("table.tree-table") and view.page.is_visible("table.entity-table")
     # The toggle stays on while stepping.
     view.page.keyboard.press("ArrowDown")
     for marks, visible in view.page.evaluate(rows):

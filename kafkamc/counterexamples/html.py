@@ -361,7 +361,7 @@ tr.selected-step { background: var(--sel); }
 .added .mark { color: var(--add); } .modified .mark { color: var(--mod); } .removed .mark { color: var(--rem); }
 tr.group th { background: #eaeef2; }
 .indent1 { padding-left: 22px !important; } .indent2 { padding-left: 36px !important; } .indent3 { padding-left: 50px !important; }
-body.hide-unchanged tr.unchanged { display: none; }
+body.hide-unchanged tr.unchanged, body.hide-unchanged .unchanged-block { display: none; }
 h3 { font-size: 13px; margin: 10px 0 4px 0; color: var(--muted); text-transform: uppercase; letter-spacing: 0.04em; }
 .empty-note { color: var(--muted); font-style: italic; }
 kbd { border: 1px solid var(--line); border-radius: 3px; padding: 0 4px; font-size: 11px; }
@@ -676,7 +676,9 @@ _SCRIPT = r"""
       });
       cols = cols.filter(function (c) { return matches(c.key === null ? c.field : c.field + "." + c.key, text); });
       if (!cols.length) return;
-      view.appendChild(el("h3", "", g.kind + "s"));
+      var h3 = el("h3", "", g.kind + "s");
+      view.appendChild(h3);
+      var anyRow = false;
       var table = el("table", "vals entity-table");
       table.setAttribute("data-kind", g.kind);
       var hr = el("tr");
@@ -710,9 +712,11 @@ _SCRIPT = r"""
           shown++;
         });
         if (!any) tr.classList.add("unchanged");
+        else anyRow = true;
         table.appendChild(tr);
       }
       view.appendChild(table);
+      if (!anyRow) { h3.classList.add("unchanged-block"); table.classList.add("unchanged-block"); }
     });
 
     var others = cur.vars.filter(function (v) { return !entityFields[v.name]; });
@@ -762,8 +766,9 @@ _SCRIPT = r"""
       });
     });
     if (rows.length) {
-      if (data.entities.length) view.appendChild(el("h3", "", "shared state"));
-      var table = el("table", "vals tree-table");
+      var quiet = rows.every(function (r) { return r.classList.contains("unchanged"); });
+      if (data.entities.length) view.appendChild(el("h3", quiet ? "unchanged-block" : "", "shared state"));
+      var table = el("table", "vals tree-table" + (quiet ? " unchanged-block" : ""));
       var hr = el("tr");
       ["variable", "value", ""].forEach(function (h) { hr.appendChild(el("th", "", h)); });
       table.appendChild(hr);
