@@ -1,0 +1,525 @@
+"""ZooKeeper-based controller election and controller-epoch fencing (Kafka before KRaft).
+
+What is modelled, as ``KafkaController`` and ``KafkaZkClient`` do it:
+
+- ZooKeeper: the ephemeral ``/controller`` znode (its owner, or none), the persistent
+  ``/controller_epoch`` (its value and its zkVersion), each broker's ZooKeeper session, and the
+  state znode of one partition ``/brokers/topics/t/partitions/0/state`` (leader, leader epoch, ISR,
+  the ``controller_epoch`` of the controller that wrote it, and its zkVersion, the partition epoch).
+  Every broker is a replica of the partition.
+- Brokers 1..N: up or down; the ZooKeeper session live, or expired at ZooKeeper but not yet noticed
+  by the broker (the zombie window of a long GC pause); the cached active controller id
+  (``KafkaController.activeControllerId``); when controller, its epoch and epoch zkVersion
+  (``controllerContext.epoch`` / ``epochZkVersion``) and the leader epoch in its cached partition
+  state (``controllerContext.partitionLeadershipInfo``); the highest controller epoch seen in
+  control requests (``ReplicaManager.controllerEpoch``); the partition's leader epoch as the broker
+  knows it (``Partition.leaderEpoch``).
+- The network: a bag of in-flight LeaderAndIsr and UpdateMetadata requests, so that any of them
+  can be delayed and delivered in any order; requests can be dropped and duplicated (a retry), and
+  the bag holds at most ``in_flight`` requests.
+
+The parameter ``fencing`` selects the generation of Kafka:
+
+- ``none``: brokers apply every control request whatever its controller epoch (as if the
+  ``STALE_CONTROLLER_EPOCH`` check of ``ReplicaManager`` did not exist) and record the request's
+  epoch as their controller epoch;
+- ``epoch``: brokers reject a request whose controller epoch is below the highest they have seen
+  (``ReplicaManager.becomeLeaderOrFollower`` / ``maybeUpdateMetadataCache``), but the controller's
+  ZooKeeper writes are conditioned only on the partition zkVersion: Kafka before 2.1;
+- ``zkversion`` (default): in addition, every controller write is a ZooKeeper multi-op with
+  ``CheckOp(/controller_epoch, epochZkVersion)`` (``KafkaZkClient.wrapRequestWithControllerEpochCheck``,
+  KAFKA-6082, Kafka 2.1+), and a failed check is a ``ControllerMovedException`` that makes the
+  controller resign.
+
+Abstractions, each chosen because it removes states without removing a behaviour the four
+properties can observe:
+
+- Election is one atomic step in every variant: the 2.1+ ``registerControllerAndIncrementControllerEpoch``
+  multi (create ``/controller`` and set ``/controller_epoch`` to e+1 at zkVersion v). Reading
+  ``/controller_epoch`` before the multi is folded in, because a multi that lost the race fails
+  its version check and the loser only re-reads ``/controller``.
+- A controller's read of the partition state and its conditional write are one step: a write that
+  fails the partition zkVersion check is retried after a re-read (``updateLeaderAndIsr``), so
+  only the last, successful attempt matters.
+- The zombie writes after its session expired at ZooKeeper. In Kafka the ZooKeeper client of the
+  paused broker re-establishes a session and ``retryRequestsUntilConnected`` sends the queued
+  write on it before the controller's event thread has processed the ``Expire`` event; that is the
+  window KAFKA-6082 closes. Here the write is allowed while the session is expired-not-noticed.
+- A crash closes the broker's session at once (a dead process neither writes nor sends while
+  ZooKeeper waits for the session timeout) and drops the requests in flight to it (its
+  connections close; since KIP-380, Kafka 2.2, a request addressed to an earlier incarnation is
+  also rejected by its broker epoch). A restarted broker starts with empty in-memory state, so
+  its highest seen controller epoch restarts at 0, as ``ReplicaManager.controllerEpoch`` does.
+- The controller's choice of a new leader is any live (session at ZooKeeper) ISR member other
+  than the current leader, and the new ISR is the live members of the old one
+  (``PartitionStateMachine.doElectLeaderForPartitions`` with the offline election; the
+  ``OfflineReplica`` ISR shrink is folded into it). The leader does not expand the ISR.
+
+Two history flags record what the invariants ``no-stale-request-applied`` and
+``zk-writes-fenced`` are about, at the step where it happens: ``stale_applied`` and
+``unfenced_write``. They stay false in every state of a correct variant, so they add no states.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+from itertools import permutations, product
+
+from kafkamc.errors import UsageError
+from kafkamc.invariants.controller import (
+    controller_epoch_monotonic,
+    no_stale_request_applied,
+    single_controller_per_epoch,
+    zk_writes_fenced,
+)
+from kafkamc.spec.api import Param, Spec, action
+
+__all__ = ["Controller", "ControllerState", "Broker", "PartitionState", "Request", "Session", "Kind"]
+
+NONE = 0  # no broker: /controller absent, no leader, activeControllerId = -1 in Kafka
+
+
+class Session(IntEnum):
+    """A broker's ZooKeeper session as ZooKeeper and the broker see it."""
+
+    CLOSED = 0  # the broker is down
+    LIVE = 1
+    EXPIRED = 2  # expired at ZooKeeper, ephemerals deleted, not yet noticed by the broker
+
+
+class Kind(IntEnum):
+    LEADER_AND_ISR = 1
+    UPDATE_METADATA = 2
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Request:
+    """A control request in flight from a controller to ``dest``."""
+
+    kind: Kind
+    dest: int
+    controller_epoch: int
+    leader_epoch: int
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Broker:
+    up: bool
+    session: Session
+    active_controller: int  # KafkaController.activeControllerId, NONE if unknown
+    epoch: int  # controllerContext.epoch while this broker is controller, else 0
+    epoch_zk_version: int  # controllerContext.epochZkVersion while controller, else 0
+    context_leader_epoch: int  # leader epoch in the controller's cached partition state
+    seen_controller_epoch: int  # ReplicaManager.controllerEpoch
+    leader_epoch: int  # Partition.leaderEpoch on this broker
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class PartitionState:
+    """The partition state znode; ``zk_version`` is the partition epoch."""
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]  # sorted broker ids
+    controller_epoch: int  # epoch of the controller that wrote it
+    zk_version: int
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class ControllerState:
+    controller: int  # owner of the ephemeral /controller, NONE if absent
+    controller_epoch: int  # /controller_epoch value
+    controller_epoch_zk_version: int  # /controller_epoch zkVersion
+    partition: PartitionState
+    brokers: tuple[Broker, ...]  # brokers[b - 1] is broker b
+    in_flight: tuple[Request, ...]  # a bag, kept sorted
+    sent: int  # control requests sent or duplicated so far (bounded)
+    expiries: int  # session expiries so far (bounded)
+    crashes: int  # crashes so far (bounded)
+    stale_applied: bool  # history: a broker applied a request below its controller epoch
+    unfenced_write: bool  # history: a partition write by a controller not holding the current epoch
+
+
+_DOWN = Broker(False, Session.CLOSED, NONE, 0, 0, 0, 0, 0)
+_FRESH = Broker(True, Session.LIVE, NONE, 0, 0, 0, 0, 0)
+
+
+def _set(t: tuple, i: int, v: object) -> tuple:
+    return t[:i] + (v,) + t[i + 1:]
+
+
+def _resigned(b: Broker, active: int) -> Broker:
+    """``onControllerResignation``: the controller context is dropped."""
+    return Broker(b.up, b.session, active, 0, 0, 0, b.seen_controller_epoch, b.leader_epoch)
+
+
+def _is_controller(i: int, b: Broker) -> bool:
+    return b.up and b.active_controller == i and b.epoch > 0
+
+
+class Controller(Spec):
+    """ZooKeeper controller election and controller-epoch fencing (KafkaController, KAFKA-6082)."""
+
+    name = "controller"
+    description = "ZooKeeper controller election and controller-epoch fencing (KafkaController, KAFKA-6082)"
+    parameters = (
+        Param("fencing", "zkversion",
+              "none: brokers apply any request; epoch: brokers reject stale controller epochs "
+              "(Kafka < 2.1); zkversion: also ZooKeeper writes checked on /controller_epoch's "
+              "zkVersion (KAFKA-6082, Kafka 2.1+)",
+              choices=("none", "epoch", "zkversion")),
+        Param("brokers", 3, "number of brokers; every broker is a replica of the partition", min=2, max=5),
+        Param("elections", 2, "bound on controller elections (the highest /controller_epoch)", min=1, max=6),
+        Param("expiries", 1, "bound on ZooKeeper session expiries", min=0, max=4),
+        Param("crashes", 0, "bound on broker crashes (each may restart)", min=0, max=4),
+        Param("leader_epochs", 1, "bound on the partition's leader epoch (leader elections)", min=1, max=6),
+        Param("requests", 2, "bound on control requests sent, duplicates included (so also on those in flight)",
+              min=1, max=8),
+    )
+    invariants = (
+        single_controller_per_epoch,
+        controller_epoch_monotonic,
+        no_stale_request_applied,
+        zk_writes_fenced,
+    )
+    default_invariants = (
+        "single-controller-per-epoch",
+        "controller-epoch-monotonic",
+        "no-stale-request-applied",
+        "zk-writes-fenced",
+    )
+
+    def init_states(p):
+        """All brokers up with live sessions, no controller yet, a new partition without a leader."""
+        n = p.brokers
+        part = PartitionState(NONE, 0, tuple(range(1, n + 1)), 0, 0)
+        yield ControllerState(NONE, 0, 0, part, (_FRESH,) * n, (), 0, 0, 0, False, False)
+
+    # -- ZooKeeper sessions, election and watches ---------------------------------------------
+
+    @action
+    def elect(p, s):
+        """``KafkaController.elect``: /controller is absent, so a live broker creates it and bumps
+        the epoch in one multi (``registerControllerAndIncrementControllerEpoch``)."""
+        if s.controller != NONE or s.controller_epoch >= p.elections:
+            return
+        epoch = s.controller_epoch + 1
+        version = s.controller_epoch_zk_version + 1
+        le = s.partition.leader_epoch
+        for i, b in enumerate(s.brokers, 1):
+            if b.up and b.session == Session.LIVE:
+                # onControllerFailover reads the partition state into the controller context.
+                nb = Broker(True, Session.LIVE, i, epoch, version, le, b.seen_controller_epoch, b.leader_epoch)
+                yield f"Elect(b{i}, epoch={epoch})", ControllerState(
+                    i, epoch, version, s.partition, _set(s.brokers, i - 1, nb), s.in_flight,
+                    s.sent, s.expiries, s.crashes, s.stale_applied, s.unfenced_write)
+
+    @action
+    def controller_change(p, s):
+        """The /controller watch fires (``ControllerChange`` / ``Reelect`` → ``maybeResign``): the
+        broker re-reads /controller and resigns if it was controller and no longer is."""
+        owner = s.controller
+        for i, b in enumerate(s.brokers, 1):
+            if b.up and b.session == Session.LIVE and b.active_controller != owner:
+                if b.active_controller == i and owner != i:
+                    nb = _resigned(b, owner)
+                else:
+                    nb = Broker(True, Session.LIVE, owner, b.epoch, b.epoch_zk_version, b.context_leader_epoch,
+                                b.seen_controller_epoch, b.leader_epoch)
+                yield f"ControllerChange(b{i}, controller=b{owner})", ControllerState(
+                    s.controller, s.controller_epoch, s.controller_epoch_zk_version, s.partition,
+                    _set(s.brokers, i - 1, nb), s.in_flight, s.sent, s.expiries, s.crashes,
+                    s.stale_applied, s.unfenced_write)
+
+    @action
+    def session_expires(p, s):
+        """ZooKeeper expires a broker's session (a long GC pause): its ephemerals, /controller
+        included, vanish at once; the broker does not know yet (the zombie window)."""
+        if s.expiries >= p.expiries:
+            return
+        for i, b in enumerate(s.brokers, 1):
+            if b.up and b.session == Session.LIVE:
+                nb = Broker(True, Session.EXPIRED, b.active_controller, b.epoch, b.epoch_zk_version,
+                            b.context_leader_epoch, b.seen_controller_epoch, b.leader_epoch)
+                yield f"SessionExpired(b{i})", ControllerState(
+                    NONE if s.controller == i else s.controller, s.controller_epoch,
+                    s.controller_epoch_zk_version, s.partition, _set(s.brokers, i - 1, nb), s.in_flight,
+                    s.sent, s.expiries + 1, s.crashes, s.stale_applied, s.unfenced_write)
+
+    @action
+    def expire(p, s):
+        """The broker notices its expired session: the ``Expire`` event resigns and forgets the
+        controller, then ``RegisterBrokerAndReelect`` registers on a new session (the re-election
+        itself is a later ``Elect`` or ``ControllerChange`` step)."""
+        for i, b in enumerate(s.brokers, 1):
+            if b.up and b.session == Session.EXPIRED:
+                nb = Broker(True, Session.LIVE, NONE, 0, 0, 0, b.seen_controller_epoch, b.leader_epoch)
+                yield f"Expire(b{i})", ControllerState(
+                    s.controller, s.controller_epoch, s.controller_epoch_zk_version, s.partition,
+                    _set(s.brokers, i - 1, nb), s.in_flight, s.sent, s.expiries, s.crashes,
+                    s.stale_applied, s.unfenced_write)
+
+    @action
+    def crash(p, s):
+        """A broker process dies: its session closes, its in-memory state is lost, and the
+        requests in flight to it are lost with its connections."""
+        if s.crashes >= p.crashes:
+            return
+        for i, b in enumerate(s.brokers, 1):
+            if b.up:
+                yield f"Crash(b{i})", ControllerState(
+                    NONE if s.controller == i else s.controller, s.controller_epoch,
+                    s.controller_epoch_zk_version, s.partition, _set(s.brokers, i - 1, _DOWN),
+                    tuple(r for r in s.in_flight if r.dest != i), s.sent, s.expiries, s.crashes + 1,
+                    s.stale_applied, s.unfenced_write)
+
+    @action
+    def restart(p, s):
+        """A crashed broker starts again with a new session (``Startup``)."""
+        for i, b in enumerate(s.brokers, 1):
+            if not b.up:
+                yield f"Restart(b{i})", ControllerState(
+                    s.controller, s.controller_epoch, s.controller_epoch_zk_version, s.partition,
+                    _set(s.brokers, i - 1, _FRESH), s.in_flight, s.sent, s.expiries, s.crashes,
+                    s.stale_applied, s.unfenced_write)
+
+    # -- the controller's partition change ----------------------------------------------------
+
+    @action
+    def elect_leader(p, s):
+        """The controller (or a zombie that still believes it is) elects a new partition leader
+        and writes the partition state znode (``PartitionStateMachine.doElectLeaderForPartitions``).
+
+        The write is conditioned on the partition zkVersion in every variant and aborted when the
+        znode was written by a controller of a higher epoch ("controller moved"). With
+        fencing=zkversion it is also a multi with CheckOp(/controller_epoch, epochZkVersion)
+        (KAFKA-6082); a failed check is a ControllerMovedException and the controller resigns.
+        """
+        part = s.partition
+        if part.leader_epoch >= p.leader_epochs:
+            return
+        brokers = s.brokers
+        live_isr = tuple(r for r in part.isr if brokers[r - 1].session == Session.LIVE)
+        for c, cb in enumerate(brokers, 1):
+            if not _is_controller(c, cb) or part.controller_epoch > cb.epoch:
+                continue
+            candidates = [r for r in live_isr if r != part.leader]
+            if not candidates:
+                continue
+            if p.fencing == "zkversion" and cb.epoch_zk_version != s.controller_epoch_zk_version:
+                # maybeResign re-reads /controller (on the new session, for a zombie).
+                yield f"ElectLeader(b{c}) fails: ControllerMovedException", ControllerState(
+                    s.controller, s.controller_epoch, s.controller_epoch_zk_version, part,
+                    _set(brokers, c - 1, _resigned(cb, s.controller)), s.in_flight, s.sent, s.expiries, s.crashes,
+                    s.stale_applied, s.unfenced_write)
+                continue
+            le = part.leader_epoch + 1
+            unfenced = s.unfenced_write or cb.epoch != s.controller_epoch
+            nb = Broker(cb.up, cb.session, cb.active_controller, cb.epoch, cb.epoch_zk_version, le,
+                        cb.seen_controller_epoch, cb.leader_epoch)
+            nbrokers = _set(brokers, c - 1, nb)
+            for leader in candidates:
+                yield f"ElectLeader(b{c}, leader=b{leader}, leaderEpoch={le}, isr={list(live_isr)})", ControllerState(
+                    s.controller, s.controller_epoch, s.controller_epoch_zk_version,
+                    PartitionState(leader, le, live_isr, cb.epoch, part.zk_version + 1),
+                    nbrokers, s.in_flight, s.sent, s.expiries, s.crashes, s.stale_applied, unfenced)
+
+    @action
+    def send_leader_and_isr(p, s):
+        """``ControllerChannelManager`` sends LeaderAndIsr with the controller's epoch and cached
+        leader epoch to a live broker (sent after every change and on failover; resends model
+        retries)."""
+        yield from _send(p, s, Kind.LEADER_AND_ISR, "LeaderAndIsr")
+
+    @action
+    def send_update_metadata(p, s):
+        """``ControllerChannelManager`` sends UpdateMetadata with the controller's epoch."""
+        yield from _send(p, s, Kind.UPDATE_METADATA, "UpdateMetadata")
+
+    # -- the network and the brokers' request handling ----------------------------------------
+
+    @action
+    def handle_request(p, s):
+        """A broker handles an in-flight request (``ReplicaManager.becomeLeaderOrFollower`` /
+        ``maybeUpdateMetadataCache``).
+
+        With fencing=epoch or zkversion a request whose controller epoch is below the broker's
+        ``controllerEpoch`` is rejected (STALE_CONTROLLER_EPOCH / ControllerMovedException);
+        otherwise the broker raises its controllerEpoch to the request's. With fencing=none it
+        applies every request. LeaderAndIsr then applies the partition's leader epoch only if it
+        is higher than the one the broker has (the per-partition leader epoch check, which every
+        variant keeps).
+        """
+        bag = s.in_flight
+        prev = None
+        for k, r in enumerate(bag):
+            if r == prev:
+                continue
+            prev = r
+            rest = bag[:k] + bag[k + 1:]
+            i = r.dest
+            b = s.brokers[i - 1]
+            kind = "LeaderAndIsr" if r.kind == Kind.LEADER_AND_ISR else "UpdateMetadata"
+            stale = r.controller_epoch < b.seen_controller_epoch
+            if stale and p.fencing != "none":
+                yield f"Reject{kind}(b{i}, controllerEpoch={r.controller_epoch}): STALE_CONTROLLER_EPOCH", \
+                    ControllerState(s.controller, s.controller_epoch, s.controller_epoch_zk_version, s.partition,
+                                    s.brokers, rest, s.sent, s.expiries, s.crashes, s.stale_applied, s.unfenced_write)
+                continue
+            le = b.leader_epoch
+            if r.kind == Kind.LEADER_AND_ISR and r.leader_epoch > le:
+                le = r.leader_epoch
+            # With fencing=none the broker still remembers the highest epoch it has seen; it just
+            # does not reject anything below it.
+            seen = b.seen_controller_epoch if stale else r.controller_epoch
+            nb = Broker(b.up, b.session, b.active_controller, b.epoch, b.epoch_zk_version, b.context_leader_epoch,
+                        seen, le)
+            yield f"Handle{kind}(b{i}, controllerEpoch={r.controller_epoch}, leaderEpoch={r.leader_epoch})", \
+                ControllerState(s.controller, s.controller_epoch, s.controller_epoch_zk_version, s.partition,
+                                _set(s.brokers, i - 1, nb), rest, s.sent, s.expiries, s.crashes,
+                                s.stale_applied or stale, s.unfenced_write)
+
+    @action
+    def drop_request(p, s):
+        """The network loses an in-flight request."""
+        bag = s.in_flight
+        prev = None
+        for k, r in enumerate(bag):
+            if r == prev:
+                continue
+            prev = r
+            yield f"Drop({_describe(r)})", ControllerState(
+                s.controller, s.controller_epoch, s.controller_epoch_zk_version, s.partition, s.brokers,
+                bag[:k] + bag[k + 1:], s.sent, s.expiries, s.crashes, s.stale_applied, s.unfenced_write)
+
+    @action
+    def duplicate_request(p, s):
+        """A request is delivered twice (a retry on a new connection), within the in-flight bound."""
+        bag = s.in_flight
+        if s.sent >= p.requests:
+            return
+        prev = None
+        for k, r in enumerate(bag):
+            if r == prev:
+                continue
+            prev = r
+            yield f"Duplicate({_describe(r)})", ControllerState(
+                s.controller, s.controller_epoch, s.controller_epoch_zk_version, s.partition, s.brokers,
+                bag[:k] + (r,) + bag[k:], s.sent + 1, s.expiries, s.crashes, s.stale_applied, s.unfenced_write)
+
+    # -- view and symmetry ---------------------------------------------------------------------
+
+    def view(p, s) -> ControllerState:
+        """The state with the cached controller id of every broker that is not itself controller
+        forgotten. Nothing reads that id except the watch step that refreshes it (only
+        ``isActive`` matters to a broker here), so states that differ only in it have the same
+        futures; without the view the lagging watches of N brokers multiply the state space."""
+        return _forget_others(s)
+
+    def symmetry(p, s) -> ControllerState:
+        """The least renaming of brokers, in dataclass order, among those that sort them by a
+        renaming-invariant signature. Brokers are interchangeable: every broker is a replica, no
+        action prefers a broker id, and the initial state is the same under every renaming. The
+        representative is taken of the view, so that it is the same for states with one view."""
+        return canonical(_forget_others(s))
+
+
+def _describe(r: Request) -> str:
+    kind = "LeaderAndIsr" if r.kind == Kind.LEADER_AND_ISR else "UpdateMetadata"
+    return f"{kind}(b{r.dest}, controllerEpoch={r.controller_epoch}, leaderEpoch={r.leader_epoch})"
+
+
+def _send(p, s, kind: Kind, word: str):
+    bag = s.in_flight
+    if s.sent >= p.requests:
+        return
+    brokers = s.brokers
+    for c, cb in enumerate(brokers, 1):
+        if not _is_controller(c, cb):
+            continue
+        # LeaderAndIsr goes out only once the partition has a leader; UpdateMetadata's partition
+        # state does not move a broker's leader epoch, so it carries none here.
+        le = cb.context_leader_epoch if kind == Kind.LEADER_AND_ISR else 0
+        if kind == Kind.LEADER_AND_ISR and le == 0:
+            continue
+        for d, db in enumerate(brokers, 1):
+            if not db.up:
+                continue
+            r = Request(kind, d, cb.epoch, le)
+            if r in bag:  # a second copy is a duplicate_request
+                continue
+            yield f"Send{word}(b{c} -> b{d}, controllerEpoch={cb.epoch}, leaderEpoch={cb.context_leader_epoch})", \
+                ControllerState(s.controller, s.controller_epoch, s.controller_epoch_zk_version, s.partition,
+                                brokers, tuple(sorted(bag + (r,))), s.sent + 1, s.expiries, s.crashes,
+                                s.stale_applied, s.unfenced_write)
+
+
+# -- view and symmetry reduction -------------------------------------------------------------
+
+def _forget_others(s: ControllerState) -> ControllerState:
+    brokers = s.brokers
+    for i, b in enumerate(brokers, 1):
+        if b.active_controller != NONE and b.active_controller != i:
+            break
+    else:
+        return s
+    return ControllerState(
+        s.controller, s.controller_epoch, s.controller_epoch_zk_version, s.partition,
+        tuple(b if b.active_controller == NONE or b.active_controller == i else Broker(
+            b.up, b.session, NONE, b.epoch, b.epoch_zk_version, b.context_leader_epoch, b.seen_controller_epoch,
+            b.leader_epoch) for i, b in enumerate(brokers, 1)),
+        s.in_flight, s.sent, s.expiries, s.crashes, s.stale_applied, s.unfenced_write)
+
+
+def _rename(s: ControllerState, order: tuple[int, ...]) -> ControllerState:
+    """The state with broker ``order[k]`` renamed to k+1."""
+    new = [0] * (len(order) + 1)
+    for k, old in enumerate(order, 1):
+        new[old] = k
+    brokers = []
+    for old in order:
+        b = s.brokers[old - 1]
+        brokers.append(b if b.active_controller == NONE else Broker(
+            b.up, b.session, new[b.active_controller], b.epoch, b.epoch_zk_version, b.context_leader_epoch,
+            b.seen_controller_epoch, b.leader_epoch))
+    part = s.partition
+    return ControllerState(
+        new[s.controller], s.controller_epoch, s.controller_epoch_zk_version,
+        PartitionState(new[part.leader], part.leader_epoch, tuple(sorted(new[r] for r in part.isr)),
+                       part.controller_epoch, part.zk_version),
+        tuple(brokers),
+        tuple(sorted(Request(r.kind, new[r.dest], r.controller_epoch, r.leader_epoch) for r in s.in_flight)),
+        s.sent, s.expiries, s.crashes, s.stale_applied, s.unfenced_write)
+
+
+def _base(s: ControllerState, i: int) -> tuple:
+    b = s.brokers[i - 1]
+    return (b.up, b.session, b.epoch, b.epoch_zk_version, b.context_leader_epoch, b.seen_controller_epoch,
+            b.leader_epoch, s.controller == i, s.partition.leader == i, i in s.partition.isr,
+            tuple(sorted((r.kind, r.controller_epoch, r.leader_epoch) for r in s.in_flight if r.dest == i)))
+
+
+def canonical(s: ControllerState) -> ControllerState:
+    n = len(s.brokers)
+    base = [None] + [_base(s, i) for i in range(1, n + 1)]
+    sig = {}
+    for i in range(1, n + 1):
+        a = s.brokers[i - 1].active_controller
+        ref = 0 if a == NONE else (1 if a == i else 2)
+        sig[i] = (base[i], ref, base[a] if ref == 2 else ())
+    order = sorted(range(1, n + 1), key=sig.__getitem__)
+    groups: list[list[int]] = []
+    for i in order:
+        if groups and sig[groups[-1][0]] == sig[i]:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    if all(len(g) == 1 for g in groups):
+        return _rename(s, tuple(order))
+    best = None
+    for choice in product(*(permutations(g) for g in groups)):
+        cand = _rename(s, tuple(x for g in choice for x in g))
+        if best is None or cand < best:
+            best = cand
+    return best
