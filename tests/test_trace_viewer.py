@@ -487,6 +487,9 @@ def test_entities_come_from_parameter_names_and_lengths():
                                                     "partitions": [{"log": [1]}, {"log": []}]}},
     ]}, kinds)
     assert lanes["cells"][1][:4] == [None, [["e"], False, False], [["log"], False, False], None]
+    # A parameter that counts entities wins over one that only has the same value.
+    sized = dict(replication_like, params={"log_size": 3, "replicas": 3})
+    assert [k["kind"] for k in infer_entities(sized)] == ["replica"]
     # A spec's hook wins over the inference.
     hinted = infer_entities(replication_like, {"replica": ("isr",)})
     assert [k["fields"] for k in hinted] == [["isr"]]

@@ -47,6 +47,12 @@ def embed_json(data: Any) -> str:
 # -- entities --------------------------------------------------------------------------------
 
 
+_ENTITY_WORDS = {
+    "broker", "replica", "producer", "consumer", "member", "node", "voter", "controller", "partition",
+    "client", "server", "coordinator", "follower", "observer",
+}
+
+
 def _singular(name: str) -> str:
     if name.endswith("ies"):
         return name[:-3] + "y"
@@ -101,6 +107,8 @@ def infer_entities(doc: dict[str, Any], hint: Any = None) -> list[dict[str, Any]
                 leftover.setdefault(n, []).append(key)
         for n, fields in sorted(leftover.items(), key=lambda kv: -len(kv[1])):
             by_value = [k for k in params if params[k] == n and _singular(k) not in groups]
+            # A parameter that counts brokers, replicas, ... before one that merely has that value.
+            by_value.sort(key=lambda k: _singular(k) not in _ENTITY_WORDS)
             if by_value:
                 groups.setdefault(_singular(by_value[0]), []).extend(fields)
             elif n >= 2 and (len(fields) >= 2 or any(isinstance(v, dict) for v in first[fields[0]])):
