@@ -136,6 +136,9 @@ def spec_catalogue() -> list[dict[str, Any]]:
                 {"name": pr.name, "kind": pr.kind, "description": pr.description, "default": pr.name in defaults}
                 for pr in cls.properties()
             ],
+            "recoverability": [
+                {"name": pr.name, "description": pr.description} for pr in cls.recoverability_properties()
+            ],
         })
     return out
 
@@ -159,6 +162,10 @@ def _cmd_list(args: argparse.Namespace) -> int:
             mark = "*" if inv["default"] else " "
             kind = " [action property]" if inv["kind"] == "action" else ""
             print(f"   {mark} {inv['name']}{kind}: {inv['description']}")
+        if spec["recoverability"]:
+            print("  recoverability (AG EF good; check with -r NAME):")
+            for rec in spec["recoverability"]:
+                print(f"     {rec['name']}: {rec['description']}")
     return EXIT_OK
 
 
