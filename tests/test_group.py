@@ -224,3 +224,15 @@ def test_cooperative_member_revokes_then_rejoins():
     r = reach(revoked, protocol="cooperative")
     assert len(r.trace.steps) == 10
     assert "m2:{}" in _labels(r)[-2]
+
+
+def test_static_replacement_in_stable_needs_no_rebalance():
+    # KIP-345: the restarted instance takes over the stored assignment in the same generation;
+    # the process it replaced still believes it owns the partitions but is no member any more.
+    r = reach(lambda p, s: s.clients[0].owned and s.clients[1].owned and s.generation == 1,
+              consumers=1, static=1)
+    assert len(r.trace.steps) == 7
+    assert "JoinGroup(c2) -> static member m1 replaced by m2" in _labels(r)
+    last = r.trace.steps[-1].state
+    assert last.group == GroupState.STABLE and last.clients[0].member_id == 1
+    assert ginv.no_double_ownership(Group(consumers=1, static=1).p, last)

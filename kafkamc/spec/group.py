@@ -17,8 +17,8 @@ Modelling choices (each an abstraction of time, never of a check Kafka makes):
 * Timers are nondeterministic: the rebalance timeout may complete a join at any time (removing
   dynamic members that did not rejoin), and a session may expire at the coordinator at any time
   while the consumer does not notice (a long GC pause), at most ``max_session_expiries`` times.
-* The MEMBER_ID_REQUIRED round trip of KIP-394 (KAFKA-7824) is folded into the first JoinGroup: a new member
-  gets its id in the JoinGroup response. Member ids are small ints; a fresh id is the smallest id
+* The MEMBER_ID_REQUIRED round trip of KIP-394 (KAFKA-7824) is folded into the first JoinGroup:
+  a new member gets its id in the JoinGroup response. Member ids are small ints; a fresh id is the smallest id
   that nothing in the state mentions, which is indistinguishable from a new UUID.
 * Processes 1..consumers are the consumers; the first ``static`` of them carry group.instance.id
   1..static (KIP-345). For each static instance one more process, consumers+i, is configured with
@@ -539,7 +539,8 @@ class Group(Spec):
         """The leader's SyncGroup response arrives; onJoinComplete applies its assignment."""
         for k, c in enumerate(s.clients, 1):
             if c.state == _C_AS:
-                yield f"SyncGroupResponse(c{k}) {bits(c.pending)}", _client(s, k, _apply_assignment(p, c, c.pending))
+                yield (f"SyncGroupResponse(c{k}) {bits(c.pending)}",
+                       _client(s, k, _apply_assignment(p, c, c.pending)))
 
     @action
     def leave_group(p, s):
@@ -559,7 +560,8 @@ class Group(Spec):
             clients = _set(s.clients, k - 1, nc)
             for leader, rest in _without(s, i):
                 yield (label + _leader_note(s, leader),
-                       GroupModel(_prepare(s.group), s.generation, leader, rest, clients, s.expiries, s.commit))
+                       GroupModel(_prepare(s.group), s.generation, leader, rest, clients, s.expiries,
+                                  s.commit))
 
     @action
     def offset_commit(p, s):
@@ -635,4 +637,5 @@ class Group(Spec):
         """DeleteGroups (or offset expiry) of an Empty group that has had members: Dead is final
         (the group at generation 0 stands for one no consumer has created yet)."""
         if s.group == _E and s.generation > 0:
-            yield "DeleteGroup -> Dead", GroupModel(_DEAD, s.generation, 0, (), s.clients, s.expiries, s.commit)
+            yield "DeleteGroup -> Dead", GroupModel(_DEAD, s.generation, 0, (), s.clients, s.expiries,
+                                                    s.commit)
