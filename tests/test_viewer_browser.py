@@ -122,12 +122,13 @@ def replication_page(tmp_path_factory):
 def records_document() -> dict:
     """Per-producer records, a list that shrinks, an object that gains and loses keys."""
     s0 = {"producers": [{"state": "Ready", "epoch": 0, "log": [[1, 0]]}, {"state": "NotStarted", "epoch": -1, "log": []}],
-          "network": [[1, 0], [2, 0]], "meta": {"a": 1, "b": [1]}, "flag": False}
+          "network": [[1, 0], [2, 0]], "meta": {"a": 1, "b": [1]}, "flag": False, "big": 2**64}
     s1 = json.loads(json.dumps(s0))
     s1["producers"][0]["epoch"] = 1
     s1["producers"][0]["log"] = [[1, 0], [2, 1]]
     s1["network"] = [[2, 0]]
     s1["meta"]["b"] = [1, 2]
+    s1["big"] = 2**64 + 1  # a JavaScript number cannot tell these two apart
     s2 = json.loads(json.dumps(s1))
     s2["network"] = []
     s2["meta"] = {"b": [1, 2], "c": 3}
@@ -187,6 +188,9 @@ def test_records_of_an_entity_get_a_column_per_field(browser, records_page):
     marks = view.marks()
     assert marks["producers[0].epoch"] == "modified" and marks["producers[0].state"] == "unchanged"
     assert marks["network[1]"] == "removed" and marks["network[0]"] == "modified"
+    assert marks["big"] == "modified"
+    assert view.page.text_content("[data-path='big'] .now") == str(2**64 + 1)
+    assert view.page.text_content("[data-path='big'] .old") == str(2**64)
     heads = view.page.eval_on_selector_all("table.entity-table th", "hs => hs.map(h => h.textContent)")
     assert heads == ["producer", "state", "epoch", "log", "p1", "p2"]
     assert view.page.text_content("[data-path='producers[0].log'] .delta") == "appended [2, 1]"

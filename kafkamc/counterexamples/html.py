@@ -259,7 +259,7 @@ def page_data(doc: dict[str, Any]) -> dict[str, Any]:
     stats = {k: doc[k] for k in ("distinct_states", "states_generated", "depth", "seconds") if k in doc}
     return {
         "spec": doc.get("spec"),
-        "params": doc.get("params") or {},
+        "params": _js_safe(doc.get("params") or {}),
         "engine": doc.get("engine"),
         "result": doc.get("result"),
         "violated": doc.get("violated"),
@@ -267,11 +267,27 @@ def page_data(doc: dict[str, Any]) -> dict[str, Any]:
         "invariants": doc.get("invariants") or [],
         "stats": stats,
         "format": doc.get("format", "kafkamc"),
-        "steps": [{"action": s["action"], "state": s["state"]} for s in doc["trace"]],
+        "steps": [{"action": s["action"], "state": _js_safe(s["state"])} for s in doc["trace"]],
         "failing": len(doc["trace"]) if doc.get("violated") else None,
         "entities": entities,
         "lanes": lanes_of(doc, entities),
     }
+
+
+_JS_SAFE = 2**53 - 1
+
+
+def _js_safe(value: Any) -> Any:
+    """Integers JavaScript cannot hold exactly become ``{"#bigint": "digits"}``, as in ITF."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value if -_JS_SAFE <= value <= _JS_SAFE else {"#bigint": str(value)}
+    if isinstance(value, list):
+        return [_js_safe(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _js_safe(v) for k, v in value.items()}
+    return value
 
 
 def render_html(trace_document: dict[str, Any]) -> str:
@@ -420,11 +436,14 @@ _SCRIPT = r"""
     if (v === null || v === undefined) return "null";
     if (typeof v === "boolean") return v ? "true" : "false";
     if (typeof v === "string") return BARE.test(v) ? v : JSON.stringify(v);
+    if (isBig(v)) return v["#bigint"];
     if (Array.isArray(v)) return "[" + v.map(show).join(", ") + "]";
     if (typeof v === "object") return "{" + Object.keys(v).map(function (k) { return k + ": " + show(v[k]); }).join(", ") + "}";
     return String(v);
   }
-  function isBox(v) { return v !== null && typeof v === "object"; }
+  // Integers beyond 2^53 arrive as {"#bigint": "digits"} (as in ITF) and are shown and compared as scalars.
+  function isBig(v) { return v !== null && typeof v === "object" && !Array.isArray(v) && typeof v["#bigint"] === "string" && Object.keys(v).length === 1; }
+  function isBox(v) { return v !== null && typeof v === "object" && !isBig(v); }
   function has(o, k) { return Object.prototype.hasOwnProperty.call(o, k); }
   // The same leaves as 'kafkamc trace show': objects opened, lists of lists or objects by index.
   function flatten(v, prefix, out) {
