@@ -103,7 +103,7 @@ def test_unsafe_cooperative_assignor_violates_no_double_ownership():
     assert labels[-2] == "SyncGroup(c1) leader assigns m1:{p1}, m2:{p2}"
     assert labels[-1] == "SyncGroup(c2) -> {p2}"
     last = r.trace.steps[-1].state
-    assert last.clients[0].state == ClientState.AWAITING_SYNC and last.clients[0].owned == 0b11
+    assert last.clients[0].state == ClientState.AWAITING_SYNC and last.clients[0].owned == {1, 2}
 
 
 def test_unsafe_cooperative_assignor_keeps_coordinator_assignments_disjoint():
@@ -149,7 +149,11 @@ def test_action_properties_reject_what_kafka_forbids():
 
 
 def _m(mid, claimed, gen):
-    return Member(mid, 0, claimed, gen, 0, 0)
+    return Member(mid, 0, frozenset(claimed), gen, frozenset(), 0)
+
+
+def _a(*sets):
+    return tuple(frozenset(x) for x in sets)
 
 
 def test_assignor_rules():
@@ -158,15 +162,19 @@ def test_assignor_rules():
     unsafe = Group(protocol="cooperative", cooperative_assignor="unsafe").p
     raw = Group(sticky_claims="raw").p
     # m1 owns both partitions, m2 is new: the balanced sticky target moves one partition.
-    owner_and_new = (_m(1, 0b11, 1), _m(2, 0, -1))
-    assert assignments(eager, owner_and_new) == [(0b01, 0b10), (0b10, 0b01)]
-    assert assignments(unsafe, owner_and_new) == [(0b01, 0b10), (0b10, 0b01)]
+    owner_and_new = (_m(1, {1, 2}, 1), _m(2, (), -1))
+    assert assignments(eager, owner_and_new) == [_a({1}, {2}), _a({2}, {1})]
+    assert assignments(unsafe, owner_and_new) == [_a({1}, {2}), _a({2}, {1})]
     # KIP-429: the moved partition is only revoked in this rebalance.
-    assert assignments(coop, owner_and_new) == [(0b01, 0), (0b10, 0)]
-    # A stale claim (generation 1) against a newer one (generation 2).
-    stale = (_m(1, 0b01, 1), _m(2, 0b11, 2))
-    assert assignments(eager, stale) == [(0b01, 0b10), (0b10, 0b01)]
-    assert assignments(raw, stale) == [(0b01, 0b11)]
+    assert assignments(coop, owner_and_new) == [_a({1}, ()), _a({2}, ())]
+    # A stale claim (generation 1) against a newer one (generation 2): the newer wins (KIP-341) ...
+    stale = (_m(1, {1}, 1), _m(2, {1, 2}, 2))
+    assert assignments(eager, stale) == [_a({1}, {2}), _a({2}, {1})]
+    # ... or both keep it (KAFKA-7026).
+    assert assignments(raw, stale) == [_a({1}, {1, 2})]
+    # Same generation on both claims: nobody owns it (KAFKA-12984), so the target is free.
+    tie = (_m(1, {1}, 2), _m(2, {1, 2}, 2))
+    assert assignments(coop, tie) == [_a({1}, {2})]
 
 
 # -- reachability: the invariants are not vacuous --------------------------------------------------

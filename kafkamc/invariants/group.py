@@ -1,6 +1,6 @@
 """Invariants and action properties of the classic consumer group (spec ``group``).
 
-States are ``kafkamc.spec.group.GroupModel``; partitions are bit masks. The enum values are
+States are ``kafkamc.spec.group.GroupModel``; partitions are frozensets of 1..partitions. The enum values are
 repeated here as ints because the spec module imports this one (tests check they agree).
 """
 
@@ -42,11 +42,11 @@ def _instance(p, k: int) -> int:
 )
 def no_double_assignment(p, s) -> bool:
     """G-NoDoubleOwnership as the coordinator stores it (broken by KAFKA-7026's stale claims)."""
-    seen = 0
+    seen: set[int] = set()
     for m in s.members:
-        if seen & m.assignment:
+        if not seen.isdisjoint(m.assignment):
             return False
-        seen |= m.assignment
+        seen.update(m.assignment)
     return True
 
 
@@ -60,12 +60,12 @@ def no_double_ownership(p, s) -> bool:
     fenced static members are excluded: generation fencing is what protects against them)."""
     gen = s.generation
     ids = [m.member_id for m in s.members]
-    seen = 0
+    seen: set[int] = set()
     for c in s.clients:
         if c.owned and c.generation == gen and c.state != _FENCED and c.member_id in ids:
-            if seen & c.owned:
+            if not seen.isdisjoint(c.owned):
                 return False
-            seen |= c.owned
+            seen.update(c.owned)
     return True
 
 

@@ -106,13 +106,13 @@ _FENCED = ClientState.FENCED
 
 @dataclass(frozen=True, slots=True)
 class Member:
-    """MemberMetadata at the coordinator. Partitions are bit masks (bit q-1 is partition q)."""
+    """MemberMetadata at the coordinator. Partitions are numbered 1..partitions."""
 
     member_id: int
     instance: int  # group.instance.id, 0 for a dynamic member
-    claimed: int  # owned partitions / sticky user data from the member's last JoinGroup
+    claimed: frozenset[int]  # owned partitions / sticky user data from the member's last JoinGroup
     claim_generation: int  # the generation those claims come from (-1: none)
-    assignment: int  # what the leader's SyncGroup stored for this member, current generation
+    assignment: frozenset[int]  # what the leader's SyncGroup stored for this member, current generation
     waiter: int  # the process whose JoinGroup is parked on this member (0: not rejoined)
 
 
@@ -123,10 +123,10 @@ class Client:
     state: ClientState
     member_id: int  # 0: none (UNKNOWN_MEMBER_ID)
     generation: int  # -1: none (Generation.NO_GENERATION)
-    owned: int  # partitions it believes it owns (consumes and commits)
-    memo: int  # StickyAssignor's remembered assignment (eager user data), survives rejoins
+    owned: frozenset[int]  # partitions it believes it owns (consumes and commits)
+    memo: frozenset[int]  # StickyAssignor's remembered assignment (eager user data), survives rejoins
     memo_generation: int
-    pending: int  # AWAITING_SYNC: the assignment in the SyncGroup response in flight
+    pending: frozenset[int]  # AWAITING_SYNC: the assignment in the SyncGroup response in flight
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,9 +162,12 @@ def instance_of(p: Params, k: int) -> int:
     return 0
 
 
-def bits(mask: int) -> str:
-    """Partitions of a bit mask, e.g. ``{p1,p2}``."""
-    return "{" + ",".join(f"p{q + 1}" for q in range(mask.bit_length()) if mask >> q & 1) + "}"
+NOTHING: frozenset[int] = frozenset()
+
+
+def bits(parts: frozenset[int]) -> str:
+    """A partition set for labels, e.g. ``{p1,p2}``."""
+    return "{" + ",".join(f"p{q}" for q in sorted(parts)) + "}"
 
 
 def _set(t: tuple, i: int, v) -> tuple:
@@ -211,11 +214,11 @@ def _prepare(g: GroupState) -> GroupState:
 def _lost(c: Client, state: ClientState, member_id: int) -> Client:
     """resetGenerationOnResponseError: the generation is gone and so are the partitions
     (onPartitionsLost, KIP-429); KAFKA-13419 keeps the member id on ILLEGAL_GENERATION."""
-    return Client(state, member_id, -1, 0, c.memo, c.memo_generation, 0)
+    return Client(state, member_id, -1, NOTHING, c.memo, c.memo_generation, NOTHING)
 
 
 def _fenced(c: Client) -> Client:
-    return Client(_FENCED, c.member_id, c.generation, c.owned, c.memo, c.memo_generation, 0)
+    return Client(_FENCED, c.member_id, c.generation, c.owned, c.memo, c.memo_generation, NOTHING)
 
 
 def _without(s: GroupModel, i: int) -> list[tuple[int, tuple[Member, ...]]]:
@@ -279,12 +282,12 @@ def _join(p: Params, s: GroupModel, k: int, c: Client, label: str):
                     # id); the new process gets the current generation, the leader skips the
                     # assignment (KIP-814).
                     m = Member(new_id, inst, claimed, claim_gen, old.assignment, 0)
-                    nc = Client(_C_CR, new_id, s.generation, c.owned, c.memo, c.memo_generation, 0)
+                    nc = Client(_C_CR, new_id, s.generation, c.owned, c.memo, c.memo_generation, NOTHING)
                     ng = _ST
                 else:
                     # KAFKA-9801 (2.6): in CompletingRebalance the replacement forces a rebalance.
                     m = Member(new_id, inst, claimed, claim_gen, old.assignment, k)
-                    nc = Client(_C_PR, 0, c.generation, c.owned, c.memo, c.memo_generation, 0)
+                    nc = Client(_C_PR, 0, c.generation, c.owned, c.memo, c.memo_generation, NOTHING)
                     ng = _PR
                 members = tuple(sorted(_set(members, si, m), key=lambda x: x.member_id))
                 clients = _set(clients, k - 1, nc)
@@ -296,16 +299,16 @@ def _join(p: Params, s: GroupModel, k: int, c: Client, label: str):
             # Before KAFKA-8500: outside Stable the rejoining instance takes over the old member
             # id (updateMemberAndRebalance); a parked JoinGroup of the old process is orphaned.
             m = Member(old.member_id, inst, claimed, claim_gen, old.assignment, k)
-            nc = Client(_C_PR, 0, c.generation, c.owned, c.memo, c.memo_generation, 0)
+            nc = Client(_C_PR, 0, c.generation, c.owned, c.memo, c.memo_generation, NOTHING)
             yield (f"{label} -> static member m{old.member_id} reused",
                    GroupModel(_prepare(g), s.generation, s.leader, _set(members, si, m),
                               _set(clients, k - 1, nc), s.expiries, s.commit))
             return
         # A new member: addMemberAndRebalance. The first member of a leaderless group leads.
         new_id = _fresh_id(s)
-        m = Member(new_id, inst, claimed, claim_gen, 0, k)
+        m = Member(new_id, inst, claimed, claim_gen, NOTHING, k)
         members = tuple(sorted(members + (m,), key=lambda x: x.member_id))
-        nc = Client(_C_PR, 0, c.generation, c.owned, c.memo, c.memo_generation, 0)
+        nc = Client(_C_PR, 0, c.generation, c.owned, c.memo, c.memo_generation, NOTHING)
         yield (f"{label} -> new member m{new_id}",
                GroupModel(_prepare(g), s.generation, s.leader or new_id, members,
                           _set(clients, k - 1, nc), s.expiries, s.commit))
@@ -318,12 +321,12 @@ def _join(p: Params, s: GroupModel, k: int, c: Client, label: str):
     same = old.claimed == claimed and old.claim_generation == claim_gen
     if g != _PR and same and not (g == _ST and s.leader == old.member_id):
         # A follower with unchanged metadata gets the current generation back, no rebalance.
-        nc = Client(_C_CR, c.member_id, s.generation, c.owned, c.memo, c.memo_generation, 0)
+        nc = Client(_C_CR, c.member_id, s.generation, c.owned, c.memo, c.memo_generation, NOTHING)
         yield (f"{label} -> current generation {s.generation}", _client(s, k, nc))
         return
     # updateMemberAndRebalance: new metadata, or the leader rejoining, or a rebalance under way.
     m = Member(old.member_id, old.instance, claimed, claim_gen, old.assignment, k)
-    nc = Client(_C_PR, c.member_id, c.generation, c.owned, c.memo, c.memo_generation, 0)
+    nc = Client(_C_PR, c.member_id, c.generation, c.owned, c.memo, c.memo_generation, NOTHING)
     yield (f"{label} -> m{old.member_id} parked",
            GroupModel(_prepare(g), s.generation, s.leader, _set(members, i, m),
                       _set(clients, k - 1, nc), s.expiries, s.commit))
@@ -333,23 +336,23 @@ def _rejoin(p: Params, s: GroupModel, k: int, c: Client, label: str):
     """REBALANCE_IN_PROGRESS: onJoinPrepare, then JoinGroup with the known member id. Eager
     members revoke every partition first; cooperative members keep them (KIP-429)."""
     if p.protocol == "eager":
-        c = Client(c.state, c.member_id, c.generation, 0, c.memo, c.memo_generation, 0)
+        c = Client(c.state, c.member_id, c.generation, NOTHING, c.memo, c.memo_generation, NOTHING)
     yield from _join(p, s, k, c, f"{label} -> REBALANCE_IN_PROGRESS; JoinGroup(c{k})")
 
 
-def _apply_assignment(p: Params, c: Client, assignment: int) -> Client:
+def _apply_assignment(p: Params, c: Client, assignment: frozenset[int]) -> Client:
     """onJoinComplete. Eager: the assignment replaces everything. Cooperative (KIP-429): partitions
     no longer assigned are revoked and the member rejoins at once (requestRejoin), which starts
     the second rebalance that hands them to their new owner."""
     if p.protocol == "eager":
-        return Client(_C_ST, c.member_id, c.generation, assignment, assignment, c.generation, 0)
-    revoked = c.owned & ~assignment
+        return Client(_C_ST, c.member_id, c.generation, assignment, assignment, c.generation, NOTHING)
+    revoked = c.owned - assignment
     state = _UNJOINED if revoked else _C_ST
-    return Client(state, c.member_id, c.generation, assignment, 0, -1, 0)
+    return Client(state, c.member_id, c.generation, assignment, NOTHING, -1, NOTHING)
 
 
-def assignments(p: Params, members: tuple[Member, ...]) -> list[tuple[int, ...]]:
-    """Every assignment (one bit mask per member, in ``members`` order) the leader may compute.
+def assignments(p: Params, members: tuple[Member, ...]) -> list[tuple[frozenset[int], ...]]:
+    """Every assignment (a partition set per member, in ``members`` order) the leader may compute.
 
     1. Claims: with ``generation-aware`` claims (KIP-341 for the StickyAssignor, KIP-792 and
        KAFKA-12984 for the cooperative one) a partition claimed by several members belongs to the
@@ -367,8 +370,7 @@ def assignments(p: Params, members: tuple[Member, ...]) -> list[tuple[int, ...]]
     raw = p.sticky_claims == "raw"
     owners: list[tuple[int, ...]] = []
     for q in range(parts):
-        bit = 1 << q
-        claim = [i for i, m in enumerate(members) if m.claimed & bit]
+        claim = [i for i, m in enumerate(members) if q + 1 in m.claimed]
         if raw or len(claim) <= 1:
             owners.append(tuple(claim))
         else:
@@ -390,19 +392,19 @@ def assignments(p: Params, members: tuple[Member, ...]) -> list[tuple[int, ...]]
         elif score == best_score:
             targets.append(f)
     hold_back = p.protocol == "cooperative" and p.cooperative_assignor == "safe"
-    out: list[tuple[int, ...]] = []
+    out: list[tuple[frozenset[int], ...]] = []
     for f in targets:
-        a = [0] * n
+        a: list[set[int]] = [set() for _ in range(n)]
         for q, i in enumerate(f):
             if hold_back and owners[q] and i not in owners[q]:
                 continue
-            a[i] |= 1 << q
+            a[i].add(q + 1)
         if raw:
             for q in range(parts):
                 if len(owners[q]) > 1:
                     for i in owners[q]:
-                        a[i] |= 1 << q
-        t = tuple(a)
+                        a[i].add(q + 1)
+        t = tuple(frozenset(x) for x in a)
         if t not in out:
             out.append(t)
     return out
@@ -465,7 +467,7 @@ class Group(Spec):
 
     @staticmethod
     def init_states(p: Params):
-        nobody = Client(_UNJOINED, 0, -1, 0, 0, -1, 0)
+        nobody = Client(_UNJOINED, 0, -1, NOTHING, NOTHING, -1, NOTHING)
         yield GroupModel(_E, 0, 0, (), (nobody,) * (p.consumers + p.static), 0, NO_COMMIT)
 
     # -- consumers -----------------------------------------------------------------------------
@@ -551,7 +553,7 @@ class Group(Spec):
         for k, c in enumerate(s.clients, 1):
             if instance_of(p, k) or c.member_id == 0 or c.state in (_C_PR, _C_AS, _FENCED):
                 continue
-            nc = Client(_UNJOINED, 0, -1, 0, c.memo, c.memo_generation, 0)
+            nc = Client(_UNJOINED, 0, -1, NOTHING, c.memo, c.memo_generation, NOTHING)
             i = _find(s.members, c.member_id)
             label = f"LeaveGroup(c{k}, m{c.member_id})"
             if i < 0:
@@ -572,7 +574,7 @@ class Group(Spec):
         if s.group == _DEAD:
             return
         for k, c in enumerate(s.clients, 1):
-            if c.owned == 0 or c.state == _FENCED:
+            if not c.owned or c.state == _FENCED:
                 continue
             i = _find(s.members, c.member_id)
             # A superseded static member's id is no longer a member, so i < 0 covers
@@ -610,9 +612,10 @@ class Group(Spec):
         for m in keep:
             if m.waiter:
                 c = clients[m.waiter - 1]
-                clients[m.waiter - 1] = Client(_C_CR, m.member_id, gen, c.owned, c.memo, c.memo_generation, 0)
+                clients[m.waiter - 1] = Client(_C_CR, m.member_id, gen, c.owned, c.memo, c.memo_generation, NOTHING)
         clients_t = tuple(clients)
-        members = tuple(Member(m.member_id, m.instance, m.claimed, m.claim_generation, 0, 0) for m in keep)
+        members = tuple(Member(m.member_id, m.instance, m.claimed, m.claim_generation, NOTHING, 0)
+                        for m in keep)
         leaders = [s.leader] if s.leader in joined else joined
         for leader in leaders:
             yield (f"CompleteJoin(generation={gen}, leader=m{leader}){timeout}",
