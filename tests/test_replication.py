@@ -112,6 +112,12 @@ def test_min_isr_cannot_exceed_replicas():
         Replication(replicas=2, min_isr=3)
 
 
+def test_max_crashes_needs_crashes():
+    with pytest.raises(UsageError, match="max_crashes"):
+        Replication(max_crashes=1)
+    assert Replication(lossy_crash=True, max_crashes=1).p.max_crashes == 1
+
+
 # -- Part 2: extensions ---------------------------------------------------------------------------
 
 SMALL = dict(replicas=2, log_size=1, max_records=1, max_leader_epoch=2)
@@ -149,7 +155,7 @@ def test_unclean_election_diverges_committed_prefixes_but_clean_election_does_no
 def test_lossy_crash_diverges_committed_prefixes():
     # A lossy crash of an ISR member can drop a committed record; elected, it writes another at
     # the same offset, which no truncation rule prevents.
-    sizes = dict(log_size=1, max_leader_epoch=1)
+    sizes = dict(log_size=1)
     assert check("no-divergence", truncation="kip320", crash=True, **sizes).result == "ok"
     on = check("no-divergence", truncation="kip320", lossy_crash=True, **sizes)
     assert (on.result, len(on.trace.steps)) == ("violation", 14)
@@ -174,3 +180,13 @@ def test_symmetry_reduces_states_and_keeps_verdicts():
     assert (hw.result, len(hw.trace.steps)) == ("violation", 10)
     s = hw.trace.steps[-1].state
     assert Replication.symmetry(spec.p, Replication.symmetry(spec.p, s)) == Replication.symmetry(spec.p, s)
+
+
+def test_one_lossy_crash_of_the_last_replica_standing_loses_an_acks_all_record():
+    # min.insync.replicas=2 does not survive a single unclean shutdown of the last ISR member,
+    # which ZooKeeper-era Kafka re-elects (the case KIP-966's eligible leader replicas address).
+    res = check("no-acked-data-loss", acks="all", min_isr=2, lossy_crash=True, max_crashes=1, **SMALL)
+    assert (res.result, len(res.trace.steps)) == ("violation", 13)
+    labels = [st.action for st in res.trace.steps[1:]]
+    assert sum(lab.startswith("BrokerCrash(") for lab in labels) == 1
+    assert check("no-acked-data-loss", acks="all", min_isr=2, crash=True, max_crashes=1, **SMALL).result == "ok"

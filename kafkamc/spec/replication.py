@@ -101,7 +101,8 @@ class ReplicationState:
     next_record_id: the id of the next producer record.
     requests: every LeaderAndIsr request sent, (leader, leader_epoch, isr), in epoch order.
     quorum_leader, quorum_isr: the partition state in ZooKeeper (its epoch is the last request's).
-    down: crashed brokers (``crash``). acked: acknowledged records (offset, id, epoch) (``acks``).
+    down: crashed brokers (``crash``); crashes: how many so far, counted only under ``max_crashes``.
+    acked: acknowledged records (offset, id, epoch) (``acks``).
     """
 
     logs: tuple[Log, ...]
@@ -112,6 +113,7 @@ class ReplicationState:
     quorum_leader: int
     quorum_isr: frozenset[int]
     down: frozenset[int]
+    crashes: int
     acked: tuple[Ack, ...]
 
     @property
@@ -133,6 +135,7 @@ def _init_state(
     quorum_leader,
     quorum_isr,
     down,
+    crashes,
     acked,
     _logs=ReplicationState.logs.__set__,
     _hw=ReplicationState.hw.__set__,
@@ -142,6 +145,7 @@ def _init_state(
     _quorum_leader=ReplicationState.quorum_leader.__set__,
     _quorum_isr=ReplicationState.quorum_isr.__set__,
     _down=ReplicationState.down.__set__,
+    _crashes=ReplicationState.crashes.__set__,
     _acked=ReplicationState.acked.__set__,
 ) -> None:
     _logs(self, logs)
@@ -152,6 +156,7 @@ def _init_state(
     _quorum_leader(self, quorum_leader)
     _quorum_isr(self, quorum_isr)
     _down(self, down)
+    _crashes(self, crashes)
     _acked(self, acked)
 
 
@@ -281,11 +286,16 @@ class Replication(Spec):
         Param("acks", "0", "producer acks: 0 (nothing recorded), 1 (on leader append), all", choices=("0", "1", "all")),
         Param("min_isr", 1, "min.insync.replicas, enforced with acks=all", min=1, max=_MAX_REPLICAS),
         Param("lossy_crash", False, "a crash loses an unflushed suffix of the broker's log"),
+        Param("max_crashes", 0, "at most this many broker crashes in a behaviour (0: no bound)", min=0, max=8),
     )
     invariants = (strong_isr, weak_isr, leader_in_isr, no_acked_data_loss, no_divergence)
     default_invariants = ("strong-isr", "weak-isr")
 
     def validate_params(self, p: Params) -> None:
+        if p.max_crashes and not (p.crash or p.unclean or p.lossy_crash):
+            raise UsageError(
+                f"parameter max_crashes={p.max_crashes} needs crashes; allowed: 0, or set crash, unclean or lossy_crash"
+            )
         if p.min_isr > p.replicas:
             raise UsageError(
                 f"parameter min_isr={p.min_isr} exceeds replicas={p.replicas}; allowed: an integer in 1..{p.replicas}"
@@ -303,6 +313,7 @@ class Replication(Spec):
             quorum_leader=0,
             quorum_isr=frozenset(range(1, n + 1)),
             down=frozenset(),
+            crashes=0,
             acked=(),
         )
 
@@ -331,7 +342,7 @@ class Replication(Spec):
                 best_key = key
                 best = (logs, hw, rs, requests, ids[s.quorum_leader], qisr, down)
         logs, hw, rs, requests, qld, qisr, down = best
-        return ReplicationState(logs, hw, rs, s.next_record_id, requests, qld, qisr, down, s.acked)
+        return ReplicationState(logs, hw, rs, s.next_record_id, requests, qld, qisr, down, s.crashes, s.acked)
 
     # -- controller ------------------------------------------------------------------------
 
@@ -355,7 +366,7 @@ class Replication(Spec):
             if r in isr and r != cur and not (down and r in down):
                 out.append((_L_ELECT[r][e + 1], ReplicationState(
                     s.logs, s.hw, s.replica_state, s.next_record_id,
-                    requests + ((r, e, isr),), r, isr, down, s.acked,
+                    requests + ((r, e, isr),), r, isr, down, s.crashes, s.acked,
                 )))
         return out
 
@@ -381,7 +392,7 @@ class Replication(Spec):
                 new_isr = frozenset((r,))
                 out.append((_L_UNCLEAN[r][e + 1], ReplicationState(
                     s.logs, s.hw, s.replica_state, s.next_record_id,
-                    requests + ((r, e, new_isr),), r, new_isr, down, s.acked,
+                    requests + ((r, e, new_isr),), r, new_isr, down, s.crashes, s.acked,
                 )))
         return out
 
@@ -410,7 +421,7 @@ class Replication(Spec):
                 continue
             out.append((_L_SHRINK[r][e + 1], ReplicationState(
                 s.logs, s.hw, s.replica_state, s.next_record_id,
-                requests + ((new_leader, e, new_isr),), new_leader, new_isr, s.down, s.acked,
+                requests + ((new_leader, e, new_isr),), new_leader, new_isr, s.down, s.crashes, s.acked,
             )))
         return out
 
@@ -431,7 +442,7 @@ class Replication(Spec):
                 i = ld - 1
                 out.append((_L_LEADER[ld][req[1] + 1], ReplicationState(
                     s.logs, s.hw, rs[:i] + (req,) + rs[i + 1:],
-                    s.next_record_id, s.requests, s.quorum_leader, s.quorum_isr, down, s.acked,
+                    s.next_record_id, s.requests, s.quorum_leader, s.quorum_isr, down, s.crashes, s.acked,
                 )))
         return out
 
@@ -474,7 +485,7 @@ class Replication(Spec):
                         logs[:i] + (log[:trunc],) + logs[i + 1:] if trunc < len(log) else logs,
                         hws[:i] + (trunc,) + hws[i + 1:] if trunc < hw else hws,
                         rs[:i] + (req,) + rs[i + 1:],
-                        s.next_record_id, requests, s.quorum_leader, s.quorum_isr, down, s.acked,
+                        s.next_record_id, requests, s.quorum_leader, s.quorum_isr, down, s.crashes, s.acked,
                     )))
             return out
         for req in requests:
@@ -494,7 +505,7 @@ class Replication(Spec):
                 if v == _FIRST_TRY:
                     out.append((_L_FOLLOW[r][ld][e + 1][len(log)], ReplicationState(
                         logs, hws, rs[:i] + (req,) + rs[i + 1:],
-                        s.next_record_id, requests, s.quorum_leader, s.quorum_isr, down, s.acked,
+                        s.next_record_id, requests, s.quorum_leader, s.quorum_isr, down, s.crashes, s.acked,
                     )))
                     continue
                 if v == _KIP279:
@@ -510,7 +521,7 @@ class Replication(Spec):
                     logs[:i] + (log[:trunc],) + logs[i + 1:] if trunc < end else logs,
                     hws[:i] + (trunc,) + hws[i + 1:] if trunc < hw else hws,
                     rs[:i] + (req,) + rs[i + 1:],
-                    s.next_record_id, requests, s.quorum_leader, s.quorum_isr, down, s.acked,
+                    s.next_record_id, requests, s.quorum_leader, s.quorum_isr, down, s.crashes, s.acked,
                 )
                 label = _L_FOLLOW[r][ld][e + 1][trunc]
                 out.append((label, nxt))
@@ -548,7 +559,7 @@ class Replication(Spec):
                     e = st[1]
                     out.append((_L_WRITE[r][rid], ReplicationState(
                         logs[:i] + (log + ((rid, e),),) + logs[i + 1:],
-                        s.hw, rs, rid + 1, s.requests, s.quorum_leader, s.quorum_isr, s.down,
+                        s.hw, rs, rid + 1, s.requests, s.quorum_leader, s.quorum_isr, s.down, s.crashes,
                         s.acked + ((o, rid, e),) if acks == "1" else s.acked,
                     )))
         return out
@@ -578,7 +589,7 @@ class Replication(Spec):
                 if re == e and rid not in done:
                     out.append((_L_ACK[r][o], ReplicationState(
                         logs, s.hw, s.replica_state, s.next_record_id,
-                        s.requests, s.quorum_leader, s.quorum_isr, s.down,
+                        s.requests, s.quorum_leader, s.quorum_isr, s.down, s.crashes,
                         tuple(sorted(acked + ((o, rid, re),), key=_ack_id)),
                     )))
         return out
@@ -627,7 +638,7 @@ class Replication(Spec):
             new_isr = isr - {r}
             nxt = ReplicationState(
                 logs, s.hw, rs[:li] + ((qld, lepoch, new_isr),) + rs[li + 1:],
-                s.next_record_id, s.requests, qld, new_isr, s.down, s.acked,
+                s.next_record_id, s.requests, qld, new_isr, s.down, s.crashes, s.acked,
             )
             label = _L_LSHRINK[qld][r]
             out.append((label, nxt))
@@ -677,7 +688,7 @@ class Replication(Spec):
             new_isr = isr | {r}
             out.append((_L_LEXPAND[qld][r], ReplicationState(
                 logs, s.hw, rs[:li] + ((qld, lepoch, new_isr),) + rs[li + 1:],
-                s.next_record_id, s.requests, qld, new_isr, s.down, s.acked,
+                s.next_record_id, s.requests, qld, new_isr, s.down, s.crashes, s.acked,
             )))
         return out
 
@@ -730,7 +741,7 @@ class Replication(Spec):
             if ok:
                 out.append((_L_INC_HW[r][hw], ReplicationState(
                     logs, s.hw[:i] + (hw + 1,) + s.hw[i + 1:], rs,
-                    s.next_record_id, s.requests, s.quorum_leader, s.quorum_isr, s.down, s.acked,
+                    s.next_record_id, s.requests, s.quorum_leader, s.quorum_isr, s.down, s.crashes, s.acked,
                 )))
         return out
 
@@ -773,7 +784,7 @@ class Replication(Spec):
             out.append((_L_FETCH[f][ld][o], ReplicationState(
                 logs[:fi] + (flog + (llog[o],),) + logs[fi + 1:],
                 s.hw[:fi] + (lhw if lhw <= o else o + 1,) + s.hw[fi + 1:],
-                rs, s.next_record_id, s.requests, s.quorum_leader, s.quorum_isr, s.down, s.acked,
+                rs, s.next_record_id, s.requests, s.quorum_leader, s.quorum_isr, s.down, s.crashes, s.acked,
             )))
         return out
 
@@ -806,7 +817,7 @@ class Replication(Spec):
             out.append((_L_TRUNCATE[f][ld][trunc], ReplicationState(
                 logs[:fi] + (flog[:trunc],) + logs[fi + 1:],
                 s.hw[:fi] + (trunc if trunc < hw else hw,) + s.hw[fi + 1:],
-                rs, s.next_record_id, s.requests, s.quorum_leader, s.quorum_isr, s.down, s.acked,
+                rs, s.next_record_id, s.requests, s.quorum_leader, s.quorum_isr, s.down, s.crashes, s.acked,
             )))
         return out
 
@@ -822,6 +833,12 @@ class Replication(Spec):
         """
         if not (p.crash or p.unclean or p.lossy_crash):
             return ()
+        max_crashes = p.max_crashes
+        crashes = s.crashes
+        if max_crashes:
+            if crashes >= max_crashes:
+                return ()
+            crashes += 1
         lossy = p.lossy_crash
         down = s.down
         logs = s.logs
@@ -838,7 +855,7 @@ class Replication(Spec):
                     s.hw[:i] + (k,) + s.hw[i + 1:] if k < hw else s.hw,
                     rs[:i] + (_NO_STATE,) + rs[i + 1:],
                     s.next_record_id, s.requests, s.quorum_leader, s.quorum_isr,
-                    down | {r}, s.acked,
+                    down | {r}, crashes, s.acked,
                 )))
         return out
 
@@ -851,7 +868,10 @@ class Replication(Spec):
         controller's next request only. A restarted leader therefore never resumes its old
         leader epoch (in Kafka the controller moves leadership, or sets no leader, with a new
         epoch when the leader's ZooKeeper session expires), and it cannot acknowledge writes
-        from before the crash, whose produce requests died with it.
+        from before the crash, whose produce requests died with it. The controller treats the
+        bounce as a failure (ZooKeeper session expiry, or KIP-380's new broker epoch), so the
+        broker restarts only once it is out of the ISR, unless it is the last replica standing
+        there (the case KIP-966's unclean shutdown detection addresses).
         """
         down = s.down
         if not down:
@@ -859,11 +879,12 @@ class Replication(Spec):
         floor = len(s.requests) - 1
         rs = s.replica_state
         out = []
+        qisr = s.quorum_isr
         for r, i in _RNG[p.replicas]:
-            if r in down:
+            if r in down and (r not in qisr or len(qisr) == 1):
                 out.append((_L_RESTART[r], ReplicationState(
                     s.logs, s.hw, rs[:i] + ((0, floor, _NO_ISR),) + rs[i + 1:],
                     s.next_record_id, s.requests, s.quorum_leader, s.quorum_isr,
-                    down - {r}, s.acked,
+                    down - {r}, s.crashes, s.acked,
                 )))
         return out
