@@ -7,6 +7,7 @@ Exit codes (a stable contract): 0 ok; 1 an invariant was violated; 2 bad invocat
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import importlib.util
 import json
@@ -274,6 +275,8 @@ def write_counterexample(result: CheckResult, out_dir: str | None, html: str | N
 
 def _cmd_check(args: argparse.Namespace) -> int:
     result = run_check(args, args.spec)
+    if ":" in args.spec:
+        result = dataclasses.replace(result, extra={**result.extra, "spec_ref": args.spec})
     written = write_counterexample(result, args.out, args.html)
     if args.json:
         print(json.dumps(result_to_json(result)))

@@ -191,3 +191,11 @@ def test_ctrl_c_reports_incomplete_with_stats(workers):
     doc = json.loads(out)
     assert doc["result"] == "incomplete" and doc["reason"] == "interrupted"
     assert doc["distinct_states"] > 0 and "Traceback" not in err
+
+
+def test_user_spec_trace_replays_without_spec_option(tmp_path, capsys):
+    code, _, _ = run(capsys, "check", "toyspecs:Counters", "-p", "limit=2", "--out", str(tmp_path))
+    assert code == 1
+    for name in ("counters-x-below-limit.trace.json", "counters-x-below-limit.itf.json"):
+        code, out, err = run(capsys, "trace", "replay", str(tmp_path / name))
+        assert code == 0, err

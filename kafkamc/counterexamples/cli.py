@@ -208,7 +208,7 @@ def replay_document(doc: dict[str, Any], spec_ref: str | None = None) -> ReplayR
     """
     from kafkamc.spec.registry import build_spec, load_spec_class
 
-    ref = spec_ref or doc.get("spec")
+    ref = spec_ref or (doc.get("spec_ref") if isinstance(doc.get("spec_ref"), str) else None) or doc.get("spec")
     if not ref:
         raise UsageError("the trace names no spec; pass --spec NAME (or module:Class)")
     violated = doc.get("violated")

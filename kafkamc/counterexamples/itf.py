@@ -104,6 +104,8 @@ def result_to_itf(result: CheckResult) -> dict[str, Any]:
         "depth": result.depth,
         "kafkamc_schema": SCHEMA,
     }
+    if result.extra.get("spec_ref"):
+        meta["spec_ref"] = result.extra["spec_ref"]
     if whole:
         meta["kafkamc_whole_state"] = True
     states = []
@@ -269,6 +271,8 @@ def itf_to_document(obj: Any, where: str = "the ITF trace") -> dict[str, Any]:
     for stat in ("distinct_states", "states_generated", "depth"):
         if isinstance(meta.get(stat), int) and not isinstance(meta.get(stat), bool):
             doc[stat] = meta[stat]
+    if isinstance(meta.get("spec_ref"), str):
+        doc["spec_ref"] = meta["spec_ref"]
     path = meta.get("path")
     if isinstance(path, list) and path and all(isinstance(i, int) and not isinstance(i, bool) for i in path):
         doc["path"] = list(path)

@@ -70,6 +70,9 @@ def result_to_json(result: CheckResult) -> dict[str, Any]:
     }
     if result.reason is not None:
         out["reason"] = result.reason
+    if result.extra.get("spec_ref"):
+        # Where the spec class lives, so a trace of a user's own spec replays without --spec.
+        out["spec_ref"] = result.extra["spec_ref"]
     if result.trace is not None:
         out["path"] = list(result.trace.path)
     return out

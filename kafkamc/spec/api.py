@@ -158,6 +158,9 @@ class Spec:
       parameters: tuple of Param.
       invariants: tuple of functions decorated with @invariant or @action_property.
       default_invariants: names checked when the user names none (default: every state invariant).
+      entities: optional mapping from an entity kind to the per-entity state fields, e.g.
+        ``{"replica": ("logs", "hw", "leader_epoch", "leader", "isr")}``: tuples indexed by entity
+        that the trace viewer draws as one swim lane per entity (inferred when absent).
       recoverability: tuple of functions decorated with @recoverable (AG EF good-state properties,
         checked on the state graph with ``kafkamc check -r NAME``).
 
@@ -175,6 +178,7 @@ class Spec:
     invariants: ClassVar[tuple[Callable[..., bool], ...]] = ()
     default_invariants: ClassVar[tuple[str, ...] | None] = None
     recoverability: ClassVar[tuple[Callable[..., bool], ...]] = ()
+    entities: ClassVar[dict[str, tuple[str, ...]] | None] = None
     constraint: ClassVar[Callable[[Params, Any], bool] | None] = None
     symmetry: ClassVar[Callable[[Params, Any], Any] | None] = None
     view: ClassVar[Callable[[Params, Any], Any] | None] = None
