@@ -35,7 +35,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
-from itertools import product
+from functools import lru_cache
+from itertools import permutations, product
 
 from kafkamc.errors import UsageError
 from kafkamc.invariants.group import (
@@ -410,6 +411,59 @@ def assignments(p: Params, members: tuple[Member, ...]) -> list[tuple[frozenset[
     return out
 
 
+@lru_cache(maxsize=None)
+def _renamings(consumers: int, static: int, partitions: int):
+    """(process order, partition map) pairs: new position j holds old process order[j] + 1."""
+    fixed = list(range(consumers + static))
+    dyn = list(range(static, consumers))
+    out = []
+    for perm in permutations(dyn):
+        order = fixed[:]
+        for j, i in zip(dyn, perm):
+            order[j] = i
+        for pp in permutations(range(1, partitions + 1)):
+            out.append((tuple(order), (0,) + pp))
+    return tuple(out)
+
+
+@lru_cache(maxsize=None)
+def _identity(processes: int, partitions: int):
+    return tuple(range(processes)), tuple(range(partitions + 1))
+
+
+def _renamed(s: GroupModel, order: tuple[int, ...], parts: tuple[int, ...]) -> GroupModel:
+    where = [0] * len(order)
+    for j, i in enumerate(order):
+        where[i] = j + 1  # old process i + 1 is now process where[i]
+    ids: dict[int, int] = {0: 0}
+
+    def rid(x: int) -> int:
+        y = ids.get(x)
+        if y is None:
+            y = ids[x] = len(ids)
+        return y
+
+    def ps(x: frozenset[int]) -> frozenset[int]:
+        return frozenset(parts[q] for q in x) if x else x
+
+    clients = []
+    for i in order:
+        c = s.clients[i]
+        clients.append(Client(c.state, rid(c.member_id), c.generation, ps(c.owned), ps(c.memo),
+                              c.memo_generation, ps(c.pending)))
+    for m in sorted(s.members, key=lambda m: where[m.waiter - 1] if m.waiter else 0):
+        rid(m.member_id)
+    members = tuple(sorted(
+        (Member(ids[m.member_id], m.instance, ps(m.claimed), m.claim_generation, ps(m.assignment),
+                where[m.waiter - 1] if m.waiter else 0) for m in s.members),
+        key=lambda m: m.member_id,
+    ))
+    cm = s.commit
+    commit = Commit(rid(cm.member_id), cm.generation, cm.group_generation, cm.known_member)
+    return GroupModel(s.group, s.generation, ids[s.leader] if s.leader else 0, members, tuple(clients),
+                      s.expiries, commit)
+
+
 class Group(Spec):
     """The classic consumer group: JoinGroup/SyncGroup rebalances, generations, static members."""
 
@@ -469,6 +523,33 @@ class Group(Spec):
     def init_states(p: Params):
         nobody = Client(_UNJOINED, 0, -1, NOTHING, NOTHING, -1, NOTHING)
         yield GroupModel(_E, 0, 0, (), (nobody,) * (p.consumers + p.static), 0, NO_COMMIT)
+
+    @staticmethod
+    def view(p: Params, s: GroupModel) -> GroupModel:
+        """Member ids are names: states that differ only in how their ids are numbered are the
+        same state (ids renamed in order of first mention, as in ``symmetry``). Traces keep the
+        ids the run actually handed out."""
+        order, parts = _identity(p.consumers + p.static, p.partitions)
+        return _renamed(s, order, parts)
+
+    @staticmethod
+    def symmetry(p: Params, s: GroupModel) -> GroupModel:
+        """Dynamic consumers, partitions and member ids are interchangeable (TLC's symmetry sets).
+
+        Every invariant compares member ids only for equality, treats dynamic consumers alike and
+        partitions alike; static processes keep their places (their instance ids differ). Member
+        ids are renamed in order of first mention (clients, then parked joins, then the commit
+        record), which is a bijection because fresh ids are any unused ones. The representative
+        is the renaming with the least fingerprint.
+        """
+        best = s
+        best_key = None
+        for order, parts in _renamings(p.consumers, p.static, p.partitions):
+            cand = _renamed(s, order, parts)
+            key = hash(cand)
+            if best_key is None or key < best_key:
+                best, best_key = cand, key
+        return best
 
     # -- consumers -----------------------------------------------------------------------------
 
