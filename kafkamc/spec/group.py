@@ -17,6 +17,9 @@ Modelling choices (each an abstraction of time, never of a check Kafka makes):
 * Timers are nondeterministic: the rebalance timeout may complete a join at any time (removing
   dynamic members that did not rejoin), and a session may expire at the coordinator at any time
   while the consumer does not notice (a long GC pause), at most ``max_session_expiries`` times.
+  The pending-sync timer of KAFKA-12890 (a member that never sends SyncGroup is removed) is
+  covered by the same session expiry; members still to sync are those whose consumer is in
+  COMPLETING_REBALANCE.
 * The MEMBER_ID_REQUIRED round trip of KIP-394 (KAFKA-7824) is folded into the first JoinGroup:
   a new member gets its id in the JoinGroup response. Member ids are small ints; a fresh id is the smallest id
   that nothing in the state mentions, which is indistinguishable from a new UUID.
@@ -29,6 +32,9 @@ Modelling choices (each an abstraction of time, never of a check Kafka makes):
   with their claimed owners. Claims are the StickyAssignor user data (eager: the last assignment
   received, KIP-341 adds its generation) or the Subscription's ownedPartitions (cooperative,
   KIP-429; KIP-792 adds the generation).
+* ``view`` numbers member ids by first mention, so states that differ only in the names of
+  their member ids count once; ``symmetry`` (``--symmetry``) also permutes dynamic consumers and
+  partitions.
 """
 
 from __future__ import annotations
