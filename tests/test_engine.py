@@ -255,3 +255,32 @@ def test_no_initial_states_is_an_input_error():
 
     with pytest.raises(UsageError, match="no initial states"):
         explore(Empty())
+
+
+def test_ints_where_cpython_hash_collides_are_kept_apart():
+    """hash(-1) == hash(-2) in CPython: the fast path must refuse such values, canonical must separate them."""
+    from kafkamc.checker.fingerprint import canonical
+
+    assert hash(canonical(toyspecs.Pair(-1, 0))) != hash(canonical(toyspecs.Pair(-2, 0)))
+    assert hash(canonical((2**61 - 1,))) != hash(canonical((0,)))
+
+    class Balance(Spec):
+        name = "balance"
+
+        def init_states(p):
+            yield toyspecs.Pair(0, 0)
+
+        @action
+        def withdraw(p, s):
+            if s.x > -3:
+                yield "Withdraw", toyspecs.Pair(s.x - 1, 0)
+
+    with pytest.raises(UsageError, match="hash\\(-1\\) == hash\\(-2\\)"):
+        explore(Balance())
+
+    class CanonicalBalance(Balance):
+        name = "canonical-balance"
+        fingerprint = "canonical"
+
+    result = explore(CanonicalBalance())
+    assert result.result == "ok" and result.distinct_states == 4

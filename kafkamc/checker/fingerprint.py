@@ -8,6 +8,12 @@ path: every such leaf is replaced by a deterministic integer (blake2b of its tex
 
 Which path a spec takes is decided from the state type's annotations, never guessed from values;
 early states are then walked in full to catch a value that contradicts its annotation.
+
+CPython's int hash is not injective: ``hash(-1) == hash(-2)`` (-1 is reserved for errors) and
+ints are reduced modulo 2**61 - 1. On the fast path that would merge two states that differ only
+there, so the fast path admits only ints in [-1, 2**61 - 2] (the early-state walk enforces it and
+a spec can opt out with ``fingerprint = "canonical"``); the canonical path maps every int outside
+that range through blake2b.
 """
 
 from __future__ import annotations
@@ -32,11 +38,22 @@ def _text_int(tag: str, text: str) -> int:
     return int.from_bytes(digest, "little", signed=True)
 
 
+_INT_LO, _INT_HI = -1, (1 << 61) - 2
+
+
 def canonical(value: Any) -> Any:
-    """A value equal in structure to ``value`` whose ``hash()`` is process-independent."""
+    """A value equal in structure to ``value`` whose ``hash()`` is process-independent and injective
+    on ints (up to 64-bit collisions)."""
     kind = type(value)
-    if kind is int or kind is bool:
+    if kind is bool:
         return value
+    if kind is int or isinstance(value, enum.IntEnum):
+        if 0 <= value <= _INT_HI:
+            return int(value)
+        out = _TEXT_CACHE.get(("i", value))
+        if out is None:
+            out = _TEXT_CACHE[("i", value)] = _text_int("i", str(int(value)))
+        return out
     if kind is tuple:
         return tuple(map(canonical, value))
     if kind is frozenset:
@@ -98,7 +115,14 @@ def is_hash_stable_type(tp: Any, _seen: set[Any] | None = None) -> bool:
 def _validate_stable(value: Any, path: str) -> None:
     """Raise if ``value`` holds anything whose hash is salted or address-based."""
     kind = type(value)
-    if kind is int or kind is bool or isinstance(value, enum.IntEnum):
+    if kind is bool:
+        return
+    if kind is int or isinstance(value, enum.IntEnum):
+        if not _INT_LO <= value <= _INT_HI:
+            raise UsageError(
+                f"state field {path} holds the int {int(value)}, outside [-1, 2**61-2] where CPython's hash "
+                "is injective (hash(-1) == hash(-2)); set fingerprint = \"canonical\" on the spec class"
+            )
         return
     if kind is tuple or kind is frozenset:
         for i, item in enumerate(value if kind is tuple else sorted(value, key=repr)):
@@ -119,8 +143,13 @@ class Fingerprinter:
 
     VALIDATE_FIRST = 2000
 
-    def __init__(self, state_type: type, view: Callable[[Any, Any], Any] | None = None) -> None:
-        if view is not None:
+    def __init__(self, state_type: type, view: Callable[[Any, Any], Any] | None = None,
+                 mode: str = "auto") -> None:
+        if mode not in ("auto", "canonical"):
+            raise UsageError(f"fingerprint mode {mode!r} is not allowed; allowed: auto, canonical")
+        if mode == "canonical":
+            self.fast = False
+        elif view is not None:
             hints = typing.get_type_hints(view) if callable(view) else {}
             self.fast = "return" in hints and is_hash_stable_type(hints["return"])
         else:

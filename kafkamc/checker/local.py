@@ -36,7 +36,7 @@ Progress = Callable[[LevelStats], None]
 def state_key_function(spec: Spec, sample: Any, symmetry: bool) -> tuple[Callable[[Any], int], Fingerprinter]:
     """The function the engines fingerprint states with (a signed 64-bit int, stable everywhere)."""
     p = spec.p
-    fpr = Fingerprinter(type(sample), spec.view)
+    fpr = Fingerprinter(type(sample), spec.view, getattr(spec, "fingerprint", "auto"))
     view = spec.view
     sym = spec.symmetry if symmetry else None
     if symmetry and sym is None:
@@ -172,6 +172,9 @@ def explore(
                 try:
                     for aname, fn in actions:
                         for label, t in fn(p, s):
+                            if fpr.validating:
+                                # Before the seen-test: a colliding value would never look new.
+                                fpr.check(t)
                             k = key(t)
                             if aprops:
                                 flabel = format_label(aname, label)
@@ -192,8 +195,6 @@ def explore(
                                 sidx.append(i)
                                 n += 1
                                 nxt.append(t)
-                                if fpr.validating:
-                                    fpr.check(t)
                                 if found is None:
                                     for name, ifn in invs:
                                         if not ifn(p, t):

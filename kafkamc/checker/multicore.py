@@ -63,7 +63,7 @@ class _Segment:
 
     def expand(self) -> tuple[bytes, bytes, bytes, int, Any, Any]:
         """Successors of the segment: first occurrences only. Returns arrays as bytes plus findings."""
-        p, key, aprops, constraint = self.p, self.key, self.aprops, self.spec.constraint
+        p, key, aprops, constraint, fpr = self.p, self.key, self.aprops, self.spec.constraint, self.fpr
         local: dict[int, int] = {}
         keys = array("q")
         where = array("q")
@@ -79,6 +79,8 @@ class _Segment:
             try:
                 for aname, fn in self.actions:
                     for label, t in fn(p, s):
+                        if fpr.validating:
+                            fpr.check(t)
                         k = key(t)
                         if aprops and aprop_found is None:
                             flabel = format_label(aname, label)
@@ -116,8 +118,6 @@ class _Segment:
         p, fpr = self.p, self.fpr
         found = None  # (position in nxt, name)
         for pos, t in enumerate(nxt):
-            if fpr.validating:
-                fpr.check(t)
             for name, ifn in self.invs:
                 try:
                     ok = ifn(p, t)

@@ -124,21 +124,39 @@ def render_trace(trace: Trace, full: bool = False) -> str:
     width = len(str(len(trace.steps)))
     for n, step in enumerate(trace.steps, start=1):
         flat = flatten(step.state)
+        printed: set[str] = set()
         title = "initial state" if step.action is None else step.action
         lines.append(f"{n:>{width}}. {title}")
         for path, value in flat.items():
             if prev is None or full:
                 lines.append(f"{'':>{width}}    {path} = {show_value(value)}")
             elif path not in prev:
+                if _parent_in(path, prev):
+                    shown = _parent_in(path, prev)
+                    if shown not in printed:
+                        printed.add(shown)
+                        lines.append(f"{'':>{width}}    {shown}: {show_value(prev[shown])} -> (opened below)")
                 lines.append(f"{'':>{width}}    {path}: (absent) -> {show_value(value)}")
             elif prev[path] != value:
                 lines.append(f"{'':>{width}}    {path}: {show_value(prev[path])} -> {show_value(value)}")
         if prev is not None and not full:
             for path in prev:
-                if path not in flat:
+                if path not in flat and path not in printed and not _has_children(path, flat):
                     lines.append(f"{'':>{width}}    {path}: {show_value(prev[path])} -> (absent)")
         prev = flat
     return "\n".join(lines)
+
+
+def _parent_in(path: str, flat: dict[str, Any]) -> str | None:
+    """The leaf of ``flat`` that ``path`` is nested under (a tuple that just gained structure)."""
+    for cut in range(len(path) - 1, 0, -1):
+        if path[cut] in "[." and path[:cut] in flat:
+            return path[:cut]
+    return None
+
+
+def _has_children(path: str, flat: dict[str, Any]) -> bool:
+    return any(k.startswith(path + "[") or k.startswith(path + ".") for k in flat)
 
 
 def render_summary(result: CheckResult) -> str:

@@ -158,6 +158,8 @@ class Spec:
       parameters: tuple of Param.
       invariants: tuple of functions decorated with @invariant or @action_property.
       default_invariants: names checked when the user names none (default: every state invariant).
+      fingerprint: "auto" (default: CPython's unsalted hash when the state annotations allow it) or
+        "canonical" (always canonicalise first: needed when states hold ints below -1 or >= 2**61-1).
       entities: optional mapping from an entity kind to the per-entity state fields, e.g.
         ``{"replica": ("logs", "hw", "leader_epoch", "leader", "isr")}``: tuples indexed by entity
         that the trace viewer draws as one swim lane per entity (inferred when absent).
@@ -179,6 +181,7 @@ class Spec:
     default_invariants: ClassVar[tuple[str, ...] | None] = None
     recoverability: ClassVar[tuple[Callable[..., bool], ...]] = ()
     entities: ClassVar[dict[str, tuple[str, ...]] | None] = None
+    fingerprint: ClassVar[str] = "auto"
     constraint: ClassVar[Callable[[Params, Any], bool] | None] = None
     symmetry: ClassVar[Callable[[Params, Any], Any] | None] = None
     view: ClassVar[Callable[[Params, Any], Any] | None] = None
