@@ -15,8 +15,10 @@ What is modelled, as ``KafkaController`` and ``KafkaZkClient`` do it:
   control requests (``ReplicaManager.controllerEpoch``); the partition's leader epoch as the broker
   knows it (``Partition.leaderEpoch``).
 - The network: a bag of in-flight LeaderAndIsr and UpdateMetadata requests, so that any of them
-  can be delayed and delivered in any order; requests can be dropped and duplicated (a retry), and
-  the bag holds at most ``in_flight`` requests.
+  can be delayed and delivered in any order; requests can be dropped and duplicated (a retry).
+  At most ``requests`` requests are sent in all, duplicates included, which also bounds those in
+  flight. A controller may (re)send its view to any running broker at any time, which covers the
+  sends after each change, on failover, and ``ControllerChannelManager``'s retries.
 
 The parameter ``fencing`` selects the generation of Kafka:
 
@@ -54,6 +56,10 @@ properties can observe:
   than the current leader, and the new ISR is the live members of the old one
   (``PartitionStateMachine.doElectLeaderForPartitions`` with the offline election; the
   ``OfflineReplica`` ISR shrink is folded into it). The leader does not expand the ISR.
+
+- The cached controller id of a broker that is not itself controller is kept in the state (the
+  traces show it lag behind /controller) but left out of the ``view`` that is fingerprinted: no
+  step reads it except the watch that refreshes it.
 
 Two history flags record what the invariants ``no-stale-request-applied`` and
 ``zk-writes-fenced`` are about, at the step where it happens: ``stale_applied`` and
@@ -330,12 +336,12 @@ class Controller(Spec):
         """``ControllerChannelManager`` sends LeaderAndIsr with the controller's epoch and cached
         leader epoch to a live broker (sent after every change and on failover; resends model
         retries)."""
-        yield from _send(p, s, Kind.LEADER_AND_ISR, "LeaderAndIsr")
+        yield from _send(p, s, Kind.LEADER_AND_ISR)
 
     @action
     def send_update_metadata(p, s):
         """``ControllerChannelManager`` sends UpdateMetadata with the controller's epoch."""
-        yield from _send(p, s, Kind.UPDATE_METADATA, "UpdateMetadata")
+        yield from _send(p, s, Kind.UPDATE_METADATA)
 
     # -- the network and the brokers' request handling ----------------------------------------
 
@@ -360,10 +366,9 @@ class Controller(Spec):
             rest = bag[:k] + bag[k + 1:]
             i = r.dest
             b = s.brokers[i - 1]
-            kind = "LeaderAndIsr" if r.kind == Kind.LEADER_AND_ISR else "UpdateMetadata"
             stale = r.controller_epoch < b.seen_controller_epoch
             if stale and p.fencing != "none":
-                yield f"Reject{kind}(b{i}, controllerEpoch={r.controller_epoch}): STALE_CONTROLLER_EPOCH", \
+                yield f"Reject{_describe(r)}: STALE_CONTROLLER_EPOCH", \
                     ControllerState(s.controller, s.controller_epoch, s.controller_epoch_zk_version, s.partition,
                                     s.brokers, rest, s.sent, s.expiries, s.crashes, s.stale_applied, s.unfenced_write)
                 continue
@@ -375,7 +380,7 @@ class Controller(Spec):
             seen = b.seen_controller_epoch if stale else r.controller_epoch
             nb = Broker(b.up, b.session, b.active_controller, b.epoch, b.epoch_zk_version, b.context_leader_epoch,
                         seen, le)
-            yield f"Handle{kind}(b{i}, controllerEpoch={r.controller_epoch}, leaderEpoch={r.leader_epoch})", \
+            yield f"Handle{_describe(r)}", \
                 ControllerState(s.controller, s.controller_epoch, s.controller_epoch_zk_version, s.partition,
                                 _set(s.brokers, i - 1, nb), rest, s.sent, s.expiries, s.crashes,
                                 s.stale_applied or stale, s.unfenced_write)
@@ -425,12 +430,15 @@ class Controller(Spec):
         return canonical(_forget_others(s))
 
 
-def _describe(r: Request) -> str:
-    kind = "LeaderAndIsr" if r.kind == Kind.LEADER_AND_ISR else "UpdateMetadata"
-    return f"{kind}(b{r.dest}, controllerEpoch={r.controller_epoch}, leaderEpoch={r.leader_epoch})"
+def _describe(r: Request, sender: int = NONE) -> str:
+    """``LeaderAndIsr(b2, controllerEpoch=1, leaderEpoch=1)``, ``UpdateMetadata(b1 -> b2, controllerEpoch=1)``."""
+    dest = f"b{r.dest}" if sender == NONE else f"b{sender} -> b{r.dest}"
+    if r.kind == Kind.LEADER_AND_ISR:
+        return f"LeaderAndIsr({dest}, controllerEpoch={r.controller_epoch}, leaderEpoch={r.leader_epoch})"
+    return f"UpdateMetadata({dest}, controllerEpoch={r.controller_epoch})"
 
 
-def _send(p, s, kind: Kind, word: str):
+def _send(p, s, kind: Kind):
     bag = s.in_flight
     if s.sent >= p.requests:
         return
@@ -449,7 +457,7 @@ def _send(p, s, kind: Kind, word: str):
             r = Request(kind, d, cb.epoch, le)
             if r in bag:  # a second copy is a duplicate_request
                 continue
-            yield f"Send{word}(b{c} -> b{d}, controllerEpoch={cb.epoch}, leaderEpoch={cb.context_leader_epoch})", \
+            yield f"Send{_describe(r, c)}", \
                 ControllerState(s.controller, s.controller_epoch, s.controller_epoch_zk_version, s.partition,
                                 brokers, tuple(sorted(bag + (r,))), s.sent + 1, s.expiries, s.crashes,
                                 s.stale_applied, s.unfenced_write)
