@@ -1,0 +1,275 @@
+"""Random walks through a spec whose counterexamples shrink: ``kafkamc simulate``.
+
+Each walk starts in an initial state and repeatedly takes one enabled transition, checking the
+invariants and action properties on the way, for at most ``steps`` transitions. Every choice (which
+initial state, which successor at each step) is a choice drawn through hypothesis, so a failing
+walk is an ordinary failing hypothesis example: hypothesis shrinks it (fewer steps, lower successor
+indices) and stores it in its example database, where the next run finds it and replays it first.
+
+A walk stops at a violation, at a deadlock (a state with no successors, which is not itself a
+violation here), at a state outside the spec's ``constraint`` (checked, not expanded, as in
+``explore``) or after ``steps`` transitions. A run stops after ``runs`` walks, after ``time_limit``
+seconds, or at the first violation (whose shrinking is then not cut short by the time limit).
+
+Nothing is claimed beyond the walks made: without a violation the verdict is
+``no-violation-found``, never ``ok``.
+
+The shrunk walk is returned as a ``Trace`` rebuilt by ``replay``, so the JSON, ITF and HTML writers
+of ``check`` write it unchanged. It is short, not necessarily the shortest: breadth-first
+``explore`` gives the shortest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from kafkamc.checker.result import VIOLATION, CheckResult
+from kafkamc.counterexamples.trace import replay
+from kafkamc.errors import SpecRaised, UsageError
+from kafkamc.invariants.api import Property
+from kafkamc.spec.api import Spec, format_label
+
+__all__ = ["simulate", "NO_VIOLATION_FOUND", "DEFAULT_DATABASE", "SimulationStats"]
+
+NO_VIOLATION_FOUND = "no-violation-found"
+# Relative to the working directory: a found failure replays first on the next run from there.
+DEFAULT_DATABASE = os.path.join(".kafkamc", "hypothesis")
+# hypothesis gives up on an example that makes more choices than its buffer holds (8,192).
+MAX_STEPS = 5000
+
+
+class _Violation(Exception):
+    """Raised inside the hypothesis test: the walk ``path`` breaks ``name``."""
+
+    def __init__(self, name: str, path: list[int]) -> None:
+        super().__init__(f"{name} violated after {len(path) - 1} steps")
+        self.name = name
+        self.path = list(path)
+
+
+class _TimeUp(BaseException):
+    """Ends the search when the time budget is spent (a BaseException: hypothesis does not shrink it)."""
+
+
+@dataclass
+class SimulationStats:
+    """What the search walks (not the shrinking replays) did."""
+
+    runs: int = 0
+    steps: int = 0
+    states_generated: int = 0
+    longest: int = 0
+    deadlocks: int = 0
+    stuttering_steps: int = 0
+    cut_by_constraint: int = 0
+    seen: set[int] = field(default_factory=set)
+    coverage: dict[str, int] = field(default_factory=dict)
+
+
+def _config_digest(spec: Spec, props: Sequence[Property], steps: int) -> str:
+    """Names the database directory of one configuration, so examples never cross specs."""
+    text = json.dumps(
+        {"spec": type(spec).__module__ + ":" + type(spec).__qualname__, "name": spec.name,
+         "params": spec.p.as_dict(), "props": [p.name for p in props], "steps": steps},
+        sort_keys=True, default=str,
+    )
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
+def simulate(
+    spec: Spec,
+    properties: Sequence[Property] | None = None,
+    *,
+    runs: int = 1000,
+    steps: int = 100,
+    seed: int | None = None,
+    time_limit: float | None = None,
+    database: str | None = DEFAULT_DATABASE,
+) -> CheckResult:
+    """Random walks of at most ``steps`` transitions, at most ``runs`` of them, shrunk on failure.
+
+    ``seed`` makes the run reproducible (a random one is chosen and reported when None).
+    ``database`` is a directory for hypothesis's example database (None: no database, so nothing
+    is replayed from or saved for earlier runs).
+    """
+    from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+    from hypothesis import seed as hypothesis_seed
+    from hypothesis import strategies as st
+    from hypothesis.database import DirectoryBasedExampleDatabase
+
+    if not 1 <= steps <= MAX_STEPS:
+        raise UsageError(f"--steps {steps} is out of range; allowed: an integer in 1..{MAX_STEPS}")
+    if runs < 1:
+        raise UsageError(f"--runs {runs} is out of range; allowed: a positive integer")
+    props = tuple(spec.default_properties() if properties is None else properties)
+    invs = [(pr.name, pr.fn) for pr in props if pr.kind == "invariant"]
+    aprops = [(pr.name, pr.fn) for pr in props if pr.kind == "action"]
+    p = spec.p
+    actions = [(a.name, a.fn) for a in spec.actions()]
+    action_names = [a.name for a in spec.actions()]
+    constraint = spec.constraint
+    if seed is None:
+        seed = random.SystemRandom().randrange(2**32)
+
+    try:
+        inits = spec.initial()
+    except Exception as exc:
+        raise SpecRaised(f"{type(spec).__name__}.init_states", None, exc) from exc
+    if not inits:
+        raise UsageError(f"spec {spec.name} has no initial states with parameters {p.as_dict()}")
+    from kafkamc.checker.local import state_key_function
+
+    key, fpr = state_key_function(spec, inits[0], False)
+
+    stats = SimulationStats(coverage={name: 0 for name in action_names})
+    started = time.perf_counter()
+    deadline = None if time_limit is None else started + time_limit
+    # Set at the first failing walk: later calls are hypothesis shrinking (or replaying) it.
+    first_failure: dict[str, Any] = {}
+    shrink_walks = [0]
+
+    def check_state(state: Any) -> str | None:
+        for name, fn in invs:
+            try:
+                ok = fn(p, state)
+            except Exception as exc:
+                raise SpecRaised(f"invariant {name}", state, exc) from exc
+            if not ok:
+                return name
+        return None
+
+    def successors(state: Any) -> list[tuple[str, Any, Any]]:
+        out = []
+        for aname, fn in actions:
+            try:
+                for label, t in fn(p, state):
+                    out.append((aname, label, t))
+            except Exception as exc:
+                raise SpecRaised(f"action {aname}", state, exc) from exc
+        return out
+
+    def walk(choose) -> None:
+        searching = not first_failure
+        if not searching:
+            shrink_walks[0] += 1
+        path = [choose(len(inits)) if len(inits) > 1 else 0]
+        state = inits[path[0]]
+        if searching:
+            stats.runs += 1
+            fpr.check(state)
+            stats.seen.add(key(state))
+        bad = check_state(state)
+        if bad is not None:
+            _fail(bad, path, searching)
+        for _ in range(steps):
+            if constraint is not None and not constraint(p, state):
+                if searching:
+                    stats.cut_by_constraint += 1
+                break
+            succ = successors(state)
+            if searching:
+                stats.states_generated += len(succ)
+            if not succ:
+                if searching:
+                    stats.deadlocks += 1
+                break
+            i = choose(len(succ)) if len(succ) > 1 else 0
+            aname, label, t = succ[i]
+            path.append(i)
+            if searching:
+                stats.steps += 1
+                stats.coverage[aname] += 1
+                if t == state:
+                    stats.stuttering_steps += 1
+                if fpr.validating:
+                    fpr.check(t)
+                stats.seen.add(key(t))
+            if aprops:
+                flabel = format_label(aname, label)
+                for pname, pfn in aprops:
+                    try:
+                        ok = pfn(p, state, flabel, t)
+                    except Exception as exc:
+                        raise SpecRaised(f"action property {pname}", state, exc) from exc
+                    if not ok:
+                        _fail(pname, path, searching)
+            bad = check_state(t)
+            if bad is not None:
+                _fail(bad, path, searching)
+            state = t
+        if searching:
+            stats.longest = max(stats.longest, len(path) - 1)
+            if deadline is not None and time.perf_counter() > deadline:
+                # Only after the walk's last choice, so that hypothesis sees a complete example.
+                raise _TimeUp()
+
+    def _fail(name: str, path: list[int], searching: bool) -> None:
+        if searching:
+            stats.longest = max(stats.longest, len(path) - 1)
+            first_failure.setdefault("steps", len(path) - 1)
+            first_failure.setdefault("violated", name)
+        raise _Violation(name, path)
+
+    db = None
+    if database is not None:
+        db = DirectoryBasedExampleDatabase(os.path.join(database, _config_digest(spec, props, steps)))
+
+    @hypothesis_seed(seed)
+    @settings(
+        max_examples=runs, database=db, deadline=None, derandomize=False, print_blob=False,
+        verbosity=Verbosity.quiet, report_multiple_bugs=False, suppress_health_check=list(HealthCheck),
+        phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
+    )
+    @given(st.data())
+    def walks(data: Any) -> None:
+        cdata = getattr(data, "conjecture_data", None)
+        if cdata is not None and hasattr(cdata, "draw_integer"):
+            # The choice itself, without the strategy machinery around it (four times faster).
+            walk(lambda n: cdata.draw_integer(0, n - 1))
+        else:
+            walk(lambda n: data.draw(st.integers(0, n - 1)))
+
+    violated: str | None = None
+    trace = None
+    reason = "runs"
+    try:
+        walks()
+    except _Violation as v:
+        violated = v.name
+        trace = replay(spec, v.path)
+    except _TimeUp:
+        reason = "time"
+    except KeyboardInterrupt:
+        reason = "interrupted"
+    seconds = time.perf_counter() - started
+    extra = {
+        "seed": seed,
+        "runs": stats.runs,
+        "steps": stats.steps,
+        "max_steps": steps,
+        "longest_walk": stats.longest,
+        "deadlocks": stats.deadlocks,
+        "stuttering_steps": stats.stuttering_steps,
+        "cut_by_constraint": stats.cut_by_constraint,
+        "coverage": dict(stats.coverage),
+        "never_fired": [n for n in action_names if stats.coverage[n] == 0],
+        "stopped_by": None if violated else reason,
+    }
+    if violated is not None:
+        extra["found_steps"] = first_failure.get("steps")
+        extra["found_violated"] = first_failure.get("violated")
+        extra["shrink_walks"] = shrink_walks[0]
+    return CheckResult(
+        spec=spec.name, params=p.as_dict(), engine="simulate",
+        result=VIOLATION if violated else NO_VIOLATION_FOUND,
+        invariants=tuple(pr.name for pr in props), violated=violated,
+        distinct_states=len(stats.seen), states_generated=stats.states_generated,
+        depth=stats.longest + 1, seconds=seconds, trace=trace,
+        reason=None if violated else (reason if reason != "runs" else None), extra=extra,
+    )
