@@ -627,7 +627,7 @@ def _file_part(text: str) -> str:
 
 
 def _line(outcome: Outcome, width: int, ewidth: int) -> str:
-    vwidth = max(ewidth + 12, 20)
+    vwidth = max(ewidth + 14, 30)
     c = outcome.check
     label = {PASS: "PASS", FAIL: "FAIL", ERROR: "ERROR", SKIPPED: "SKIP"}[outcome.status]
     states = f"{outcome.result.distinct_states:>9,}" if outcome.result is not None else f"{'-':>9}"
