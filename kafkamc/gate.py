@@ -651,6 +651,14 @@ def _details(outcome: Outcome) -> str:
     return "\n\n".join(parts) + "\n"
 
 
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _xml(text: str) -> str:
+    """``text`` without the characters XML 1.0 cannot carry (a spec's labels may hold anything)."""
+    return _NOT_XML.sub("\ufffd", text)
+
+
 def junit_xml(outcomes: list[Outcome], config_path: str, seconds: float) -> ET.ElementTree:
     """One <testsuite> with a <testcase> per check: <failure> for an expectation not met, <error>
     for a check whose spec or engine raised, <skipped> for checks not run after Ctrl-C."""
@@ -674,16 +682,16 @@ def junit_xml(outcomes: list[Outcome], config_path: str, seconds: float) -> ET.E
             "file": config_path, **({"line": str(c.line)} if c.line is not None else {}),
         })
         if o.status == FAIL:
-            el = ET.SubElement(case, "failure", {"message": o.message, "type": "ExpectationNotMet"})
-            el.text = "\n".join(o.problems) + "\n"
+            el = ET.SubElement(case, "failure", {"message": _xml(o.message), "type": "ExpectationNotMet"})
+            el.text = _xml("\n".join(o.problems) + "\n")
         elif o.status == ERROR:
             first = (o.error or "").splitlines()[0] if o.error else "error"
-            el = ET.SubElement(case, "error", {"message": first, "type": "SpecOrEngineError"})
-            el.text = (o.error or "") + "\n"
+            el = ET.SubElement(case, "error", {"message": _xml(first), "type": "SpecOrEngineError"})
+            el.text = _xml((o.error or "") + "\n")
         elif o.status == SKIPPED:
             ET.SubElement(case, "skipped", {"message": "not run: the gate was interrupted"})
         out = ET.SubElement(case, "system-out")
-        out.text = _details(o)
+        out.text = _xml(_details(o))
     ET.indent(suites)
     return ET.ElementTree(suites)
 

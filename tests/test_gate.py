@@ -78,6 +78,22 @@ class Boom(Spec):
             yield "Step", Pos(s.x + 1, 1 // (1 - s.x))
 
 
+class Hostile(Spec):
+    """Labels with characters XML cannot carry or must escape."""
+
+    name = "gate-hostile"
+    invariants = (gate_x_below_limit,)
+    parameters = (Param("limit", 2, "x must stay below this", min=1, max=100),)
+
+    def init_states(p):
+        yield Pos(0, 0)
+
+    @action
+    def step(p, s):
+        if s.x < 3:
+            yield f"Step(\x01<&>\"']]>{s.x})", Pos(s.x + 1, 0)
+
+
 GRID = f"{HERE}:Grid"
 
 
@@ -417,3 +433,12 @@ def test_ctrl_c_fails_the_gate_and_skips_the_rest(tmp_path, capsys, monkeypatch)
     assert "SKIP  grid-x-bug" in out
     suite = ET.parse(junit).getroot().find("testsuite")
     assert (suite.get("failures"), suite.get("skipped")) == ("1", "1")
+
+
+def test_junit_xml_carries_hostile_labels(tmp_path, capsys):
+    config = write(tmp_path, f'[checks.hostile]\nspec = "{HERE}:Hostile"\nexpect = "hold"\n')
+    junit = tmp_path / "gate.xml"
+    code, _, _ = gate(capsys, "--config", config, "--junit", str(junit))
+    assert code == 1
+    case = ET.parse(junit).getroot().find("testsuite/testcase")
+    assert "Step(\ufffd<&>\"']]>1)" in case.find("system-out").text
