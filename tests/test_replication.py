@@ -190,3 +190,18 @@ def test_one_lossy_crash_of_the_last_replica_standing_loses_an_acks_all_record()
     labels = [st.action for st in res.trace.steps[1:]]
     assert sum(lab.startswith("BrokerCrash(") for lab in labels) == 1
     assert check("no-acked-data-loss", acks="all", min_isr=2, crash=True, max_crashes=1, **SMALL).result == "ok"
+
+
+@pytest.mark.parametrize(
+    ("truncation", "crash", "expected"),
+    [
+        ("hw", {}, ("violation", 14)),  # truncating to the hw keeps what the new leader lacks
+        ("kip101", {}, ("ok", None)),
+        ("kip101", {"lossy_crash": True}, ("violation", 14)),  # KIP-101 falls back to the hw
+        ("kip279", {"lossy_crash": True}, ("ok", None)),  # KIP-279 closed that hole
+        ("kip320", {"lossy_crash": True}, ("ok", None)),
+    ],
+)
+def test_follower_matches_leader_separates_the_truncation_rules(truncation, crash, expected):
+    res = check("follower-matches-leader", truncation=truncation, log_size=1, **crash)
+    assert (res.result, res.trace and len(res.trace.steps)) == expected

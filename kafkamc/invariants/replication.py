@@ -1,14 +1,22 @@
 """Invariants of the ``replication`` spec.
 
 ``strong-isr``, ``weak-isr`` and ``leader-in-isr`` are StrongIsr, WeakIsr and LeaderInIsr of
-Jason Gustafson's TLA+ model (KafkaReplication.tla).
+Jason Gustafson's TLA+ model (KafkaReplication.tla). ``no-acked-data-loss``, ``no-divergence``
+and ``follower-matches-leader`` go with the spec's extensions (acks, crashes, unclean election).
 """
 
 from __future__ import annotations
 
 from kafkamc.invariants.api import invariant
 
-__all__ = ["strong_isr", "weak_isr", "leader_in_isr", "no_acked_data_loss", "no_divergence"]
+__all__ = [
+    "strong_isr",
+    "weak_isr",
+    "leader_in_isr",
+    "no_acked_data_loss",
+    "no_divergence",
+    "follower_matches_leader",
+]
 
 
 def _isr_agrees_below_hw(s, use_quorum_isr: bool) -> bool:
@@ -107,4 +115,34 @@ def no_divergence(p, s) -> bool:
             m = min(ha, hws[b], len(la), len(lb))
             if m and la[:m] != lb[:m]:
                 return False
+    return True
+
+
+@invariant(
+    "follower-matches-leader",
+    "a follower in its leader's current epoch holds the leader's records below its own high watermark",
+)
+def follower_matches_leader(p, s) -> bool:
+    """No lasting divergence: once a follower has truncated for its leader's epoch, their logs agree below its hw.
+
+    Compared on the offsets both hold. Unlike no-divergence this survives the loss of committed
+    data (a lossy crash of the last ISR member) and only fails when the truncation rule keeps a
+    record the new leader does not have: KIP-101's second scenario (KAFKA-1211) with the
+    high-watermark rule, and the fallback to the high watermark that KIP-279 (KAFKA-6361) removed.
+    """
+    logs = s.logs
+    hws = s.hw
+    rs = s.replica_state
+    for i, st in enumerate(rs):
+        ld = st[0]
+        if not ld or ld == i + 1:
+            continue
+        lst = rs[ld - 1]
+        if lst[0] != ld or lst[1] != st[1]:
+            continue
+        log = logs[i]
+        llog = logs[ld - 1]
+        m = min(hws[i], len(log), len(llog))
+        if m and log[:m] != llog[:m]:
+            return False
     return True

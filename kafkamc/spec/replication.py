@@ -57,6 +57,7 @@ from itertools import permutations
 
 from kafkamc.errors import UsageError
 from kafkamc.invariants.replication import (
+    follower_matches_leader,
     leader_in_isr,
     no_acked_data_loss,
     no_divergence,
@@ -288,7 +289,7 @@ class Replication(Spec):
         Param("lossy_crash", False, "a crash loses an unflushed suffix of the broker's log"),
         Param("max_crashes", 0, "at most this many broker crashes in a behaviour (0: no bound)", min=0, max=8),
     )
-    invariants = (strong_isr, weak_isr, leader_in_isr, no_acked_data_loss, no_divergence)
+    invariants = (strong_isr, weak_isr, leader_in_isr, no_acked_data_loss, no_divergence, follower_matches_leader)
     default_invariants = ("strong-isr", "weak-isr")
 
     def validate_params(self, p: Params) -> None:
