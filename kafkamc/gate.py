@@ -28,7 +28,7 @@ from typing import Any, Sequence
 
 from kafkamc.checker.result import DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult
 from kafkamc.counterexamples.render import render_summary, render_trace, result_to_json
-from kafkamc.errors import KafkamcError, UsageError
+from kafkamc.errors import EngineError, KafkamcError, UsageError
 from kafkamc.invariants.api import Property
 from kafkamc.spec.api import Spec
 from kafkamc.spec.registry import build_spec, load_spec_class
@@ -548,10 +548,13 @@ def _explore(check: Check) -> CheckResult:
     kwargs = dict(max_depth=check.max_depth, max_states=check.max_states, symmetry=check.symmetry,
                   deadlock=check.deadlock)
     if check.engine == "spark":
-        from kafkamc.checker.spark import explore_spark
+        try:
+            from kafkamc.checker.spark import explore_spark
 
-        return explore_spark(check.spec, check.properties, master=check.master, partitions=check.partitions,
-                             **kwargs)
+            return explore_spark(check.spec, check.properties, master=check.master, partitions=check.partitions,
+                                 **kwargs)
+        except ImportError as exc:  # pyspark (or the engine) is not installed here
+            raise EngineError(f"engine spark is not available: {exc}") from None
     try:
         from kafkamc.checker.multicore import available_cores, explore_multicore
     except ImportError:
@@ -572,9 +575,6 @@ def run_check(check: Check) -> Outcome:
     except KafkamcError as exc:
         return Outcome(check, ERROR, None, time.perf_counter() - started,
                        error=f"{type(exc).__name__}: {exc}")
-    except ImportError as exc:
-        return Outcome(check, ERROR, None, time.perf_counter() - started,
-                       error=f"engine {check.engine} is not available: {exc}")
     except Exception as exc:  # a bug in an engine or spec: report it and go on with the others
         tb = traceback.format_exc(limit=-3)
         return Outcome(check, ERROR, None, time.perf_counter() - started,

@@ -442,3 +442,12 @@ def test_junit_xml_carries_hostile_labels(tmp_path, capsys):
     assert code == 1
     case = ET.parse(junit).getroot().find("testsuite/testcase")
     assert "Step(\ufffd<&>\"']]>1)" in case.find("system-out").text
+
+
+def test_an_engine_that_is_not_installed_fails_its_check(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "kafkamc.checker.spark", None)  # makes the import raise ImportError
+    config = write(tmp_path, GOOD + f'\n[checks.on-spark]\nspec = "{GRID}"\nengine = "spark"\nexpect = "hold"\n')
+    code, out, _ = gate(capsys, "--config", config)
+    assert code == 1
+    assert "ERROR on-spark" in out and "engine spark is not available" in out
+    assert out.count("PASS ") == 2
