@@ -220,12 +220,14 @@ def simulate(
     if database is not None:
         db = DirectoryBasedExampleDatabase(os.path.join(database, _config_digest(spec, props, steps)))
 
-    @hypothesis_seed(seed)
+    # Outside @seed, which on its own turns the database off: the seed fixes the walks, the
+    # database only adds the failing walks of earlier runs, replayed first.
     @settings(
         max_examples=runs, database=db, deadline=None, derandomize=False, print_blob=False,
         verbosity=Verbosity.quiet, report_multiple_bugs=False, suppress_health_check=list(HealthCheck),
         phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
     )
+    @hypothesis_seed(seed)
     @given(st.data())
     def walks(data: Any) -> None:
         cdata = getattr(data, "conjecture_data", None)

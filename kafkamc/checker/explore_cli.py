@@ -1,0 +1,217 @@
+"""``kafkamc simulate`` (random walks, shrunk counterexamples) and ``kafkamc graph`` (the state graph).
+
+Exit codes as for ``check``: 0 no violation (for ``simulate``: none found, which is not a proof),
+1 a violation, 2 bad invocation, 3 the spec raised, 4 the graph is over its size limit (nothing
+is written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from kafkamc.checker.result import VIOLATION, CheckResult
+from kafkamc.counterexamples.render import render_trace, result_to_json
+from kafkamc.errors import UsageError
+from kafkamc.spec.registry import build_spec, select_properties
+
+__all__ = ["register", "render_simulation", "simulation_to_json"]
+
+EXIT_OK, EXIT_VIOLATION, EXIT_INCOMPLETE = 0, 1, 4
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer; allowed: a positive integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not allowed; allowed: a positive integer")
+    return value
+
+
+def _nonnegative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer; allowed: an integer >= 0") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is not allowed; allowed: an integer >= 0")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; allowed: seconds > 0") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text} is not allowed; allowed: seconds > 0")
+    return value
+
+
+def register(subparsers: Any) -> None:
+    from kafkamc.checker.simulate import DEFAULT_DATABASE, MAX_STEPS
+
+    sim = subparsers.add_parser(
+        "simulate",
+        help="random walks through a spec; a violation is shrunk to a short trace (not exhaustive)",
+        description="Walk the spec at random, checking invariants; a failing walk is shrunk by hypothesis. "
+        "Without a violation the verdict is 'ok (simulated)': no claim beyond the walks made.",
+    )
+    sim.add_argument("spec", help="a bundled spec name (see 'kafkamc list') or module:Class")
+    sim.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
+                     help="set a spec parameter (repeatable)")
+    sim.add_argument("-i", "--invariant", action="append", default=[], metavar="NAME",
+                     help="check this invariant or action property (repeatable; 'all' for every one)")
+    sim.add_argument("--steps", type=_positive, default=100, metavar="N",
+                     help=f"longest walk, in transitions (default 100, at most {MAX_STEPS})")
+    sim.add_argument("--runs", type=_positive, default=1000, metavar="N", help="number of walks (default 1000)")
+    sim.add_argument("--seed", type=_nonnegative, default=None, metavar="S",
+                     help="random seed: the same seed gives the same walks and the same shrunk trace "
+                     "(default: a fresh seed, printed)")
+    sim.add_argument("--time", type=_seconds, default=None, metavar="SECONDS",
+                     help="stop walking after this many seconds (shrinking a found violation still completes)")
+    sim.add_argument("--database", default=DEFAULT_DATABASE, metavar="DIR",
+                     help=f"hypothesis example database: a violation found is replayed first next time "
+                     f"(default {DEFAULT_DATABASE} in the working directory)")
+    sim.add_argument("--no-database", action="store_true", help="neither read nor save earlier failing walks")
+    sim.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
+    sim.add_argument("--out", metavar="DIR", default=None,
+                     help="write the counterexample to DIR (kafkamc JSON and ITF)")
+    sim.add_argument("--html", nargs="?", const="", default=None, metavar="FILE",
+                     help="on a violation, write the HTML trace viewer (default DIR or ./<spec>-<invariant>.html)")
+    sim.set_defaults(run=_cmd_simulate)
+
+    gr = subparsers.add_parser(
+        "graph",
+        help="write the reachable state graph of a small model (GraphML, DOT or JSON by extension)",
+    )
+    gr.add_argument("spec", help="a bundled spec name (see 'kafkamc list') or module:Class")
+    gr.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
+                    help="set a spec parameter (repeatable)")
+    gr.add_argument("-i", "--invariant", action="append", default=[], metavar="NAME",
+                    help="record this invariant on every node (repeatable; 'all' for every one)")
+    gr.add_argument("--out", required=True, metavar="FILE", help="FILE.graphml, FILE.dot (or .gv) or FILE.json")
+    gr.add_argument("--max-states", type=_positive, default=None, metavar="N",
+                    help="refuse above N states (default: the limit of 100,000 states)")
+    gr.add_argument("--symmetry", action="store_true", help="one node per symmetry class (the spec's hook)")
+    gr.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
+    gr.set_defaults(run=_cmd_graph)
+
+
+# -- simulate ----------------------------------------------------------------------------------
+
+
+def simulation_to_json(result: CheckResult) -> dict[str, Any]:
+    """``check``'s schema-1 object, plus what a simulation adds (runs, steps, coverage, seed)."""
+    out = result_to_json(result)
+    ex = result.extra
+    for key in ("seed", "runs", "steps", "max_steps", "longest_walk", "deadlocks", "stuttering_steps",
+                "cut_by_constraint", "coverage", "never_fired", "stopped_by", "found_steps", "shrink_walks"):
+        if key in ex:
+            out[key] = ex[key]
+    return out
+
+
+def render_simulation(result: CheckResult) -> str:
+    ex = result.extra
+    params = " ".join(f"{k}={_param(v)}" for k, v in result.params.items())
+    lines = [f"{result.spec} [{params}] engine=simulate seed={ex['seed']}"]
+    checked = ", ".join(result.invariants) or "no invariants"
+    if result.result == VIOLATION:
+        length = len(result.trace) if result.trace is not None else 0
+        lines.append(
+            f"violation: {result.violated} fails after {length - 1} steps (shrunk from a walk of "
+            f"{ex.get('found_steps')} steps; short, not necessarily the shortest: 'kafkamc check' finds that)"
+        )
+    else:
+        why = {"time": "; --time reached", "interrupted": "; interrupted"}.get(ex.get("stopped_by") or "", "")
+        lines.append(
+            f"ok (simulated): no violation of {checked} in {ex['runs']:,} walks of up to {ex['max_steps']} "
+            f"steps{why}; not exhaustive"
+        )
+    lines.append(
+        f"{ex['runs']:,} walks, {ex['steps']:,} steps (longest {ex['longest_walk']}), "
+        f"{result.distinct_states:,} distinct states seen, {ex['deadlocks']:,} walks ended in a deadlock "
+        f"(a state with no successors), {ex['stuttering_steps']:,} stuttering steps, {result.seconds:.2f} s"
+    )
+    cov = ex["coverage"]
+    width = max((len(n) for n in cov), default=0)
+    lines.append("action coverage (times taken in the walks):")
+    for name, n in cov.items():
+        lines.append(f"  {name:<{width}}  {n:,}" + ("  (never fired)" if n == 0 else ""))
+    if ex["never_fired"]:
+        lines.append(
+            f"never fired: {', '.join(ex['never_fired'])} (disabled by the parameters, unreachable, or rare: "
+            "a sign of a vacuous model if none of these)"
+        )
+    return "\n".join(lines)
+
+
+def _param(value: Any) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def _cmd_simulate(args: argparse.Namespace) -> int:
+    from kafkamc.checker.simulate import simulate
+    from kafkamc.cli import write_counterexample
+
+    spec = build_spec(args.spec, args.param)
+    props = select_properties(type(spec), args.invariant)
+    result = simulate(
+        spec, props, runs=args.runs, steps=args.steps, seed=args.seed, time_limit=args.time,
+        database=None if args.no_database else args.database,
+    )
+    written = write_counterexample(result, args.out, args.html)
+    if args.json:
+        print(json.dumps(simulation_to_json(result)))
+    else:
+        print(render_simulation(result))
+        if result.trace is not None:
+            print()
+            print(render_trace(result.trace))
+        for path in written:
+            print(f"counterexample written to {path}")
+    return EXIT_VIOLATION if result.result == VIOLATION else EXIT_OK
+
+
+# -- graph -------------------------------------------------------------------------------------
+
+
+def _cmd_graph(args: argparse.Namespace) -> int:
+    from kafkamc.checker.graph import GraphTooLarge, build_graph, write_graph
+    from kafkamc.cli import _print_progress
+
+    spec = build_spec(args.spec, args.param)
+    props = select_properties(type(spec), args.invariant)
+    if not args.out.lower().endswith((".graphml", ".dot", ".gv", ".json")):
+        raise UsageError(f"--out {args.out!r}: unknown graph format; allowed: .graphml, .dot, .gv, .json")
+    show_progress = sys.stderr.isatty() and not args.json
+    try:
+        g = build_graph(spec, props, max_states=args.max_states, symmetry=args.symmetry,
+                        progress=_print_progress if show_progress else None)
+    except GraphTooLarge as exc:
+        print(f"kafkamc graph: {exc}", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    write_graph(g, args.out)
+    names = [pr.name for pr in props if pr.kind == "invariant"]
+    failing = {n: sum(1 for _, d in g.nodes(data=True) if d.get(n) is False) for n in names}
+    summary = {
+        "schema": 1, "spec": spec.name, "params": spec.p.as_dict(), "file": args.out,
+        "states": g.number_of_nodes(), "edges": g.number_of_edges(), "depth": g.graph["depth"],
+        "deadlocks": g.graph["deadlocks"], "stuttering_steps": g.graph["stuttering_steps"],
+        "states_violating": failing,
+    }
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print(f"{spec.name}: {summary['states']:,} states, {summary['edges']:,} edges, depth {summary['depth']}, "
+              f"{summary['deadlocks']:,} deadlocks (states with no successors), "
+              f"{summary['stuttering_steps']:,} stuttering steps (self-loops)")
+        for n, k in failing.items():
+            print(f"  {n}: {'holds in every state' if k == 0 else f'fails in {k:,} states'}")
+        print(f"graph written to {args.out}")
+    return EXIT_OK
