@@ -284,7 +284,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         print(render_summary(result))
         if result.trace is not None:
             print()
-            print(render_trace(result.trace))
+            print(render_trace(result.trace, entities=getattr(load_spec_class(args.spec), "entities", None)))
         for path in written:
             print(f"counterexample written to {path}")
     return EXIT_FOR_RESULT[result.result]

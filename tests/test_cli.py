@@ -199,3 +199,12 @@ def test_user_spec_trace_replays_without_spec_option(tmp_path, capsys):
     for name in ("counters-x-below-limit.trace.json", "counters-x-below-limit.itf.json"):
         code, out, err = run(capsys, "trace", "replay", str(tmp_path / name))
         assert code == 0, err
+
+
+def test_trace_text_names_entities_and_shows_differences(capsys):
+    code, out, _ = run(capsys, "check", "replication", "-p", "replicas=3", "-p", "truncation=kip279",
+                       "-p", "log_size=1", "-p", "max_records=1")
+    assert code == 1
+    assert "requests: appended (" in out          # an appended LeaderAndIsr request, not the whole set again
+    assert "r3.logs: truncated to 0 (dropped" in out   # the truncation that loses the committed record
+    assert "r1.hw: 0 -> 1" in out

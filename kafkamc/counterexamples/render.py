@@ -12,7 +12,7 @@ from kafkamc.counterexamples.trace import Trace
 
 __all__ = [
     "SCHEMA", "state_to_json", "trace_to_json", "result_to_json", "flatten", "show_value",
-    "render_trace", "render_summary",
+    "render_trace", "render_summary", "describe_change", "entity_names",
 ]
 
 SCHEMA = 1
@@ -117,32 +117,80 @@ def _structured(value: tuple[Any, ...]) -> bool:
     return any(dataclasses.is_dataclass(v) for v in value)
 
 
-def render_trace(trace: Trace, full: bool = False) -> str:
-    """Each step's action, then only what changed (old -> new), or every field with ``full``."""
+def entity_names(entities: dict[str, tuple[str, ...]] | None) -> dict[str, str]:
+    """Field -> the prefix of its entities' names: the kind's first letter when that is unambiguous."""
+    if not entities:
+        return {}
+    letters = [kind[0] for kind in entities]
+    out = {}
+    for kind, fields in entities.items():
+        short = kind[0] if letters.count(kind[0]) == 1 else kind
+        for f in fields:
+            out[f] = short
+    return out
+
+
+def _open_entities(state: Any, names: dict[str, str]) -> dict[str, Any]:
+    """Flatten, but a per-entity tuple field becomes one entry per entity: ``r2.logs``."""
+    if not names or not (dataclasses.is_dataclass(state) and not isinstance(state, type)):
+        return flatten(state)
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(state):
+        value = getattr(state, f.name)
+        prefix = names.get(f.name)
+        if prefix is not None and isinstance(value, tuple):
+            for i, item in enumerate(value):
+                out.update(flatten(item, f"{prefix}{i + 1}.{f.name}"))
+        else:
+            out.update(flatten(value, f.name))
+    return out
+
+
+def describe_change(old: Any, new: Any) -> str:
+    """``old -> new``, or for a tuple that grew or shrank at its end / a set, only the difference."""
+    if isinstance(old, tuple) and isinstance(new, tuple) and old != new:
+        if len(new) > len(old) and new[: len(old)] == old:
+            return f"appended {', '.join(show_value(v) for v in new[len(old):])}"
+        if len(new) < len(old) and old[: len(new)] == new:
+            return f"truncated to {len(new)} (dropped {', '.join(show_value(v) for v in old[len(new):])})"
+    if isinstance(old, frozenset) and isinstance(new, frozenset) and old and new:
+        added = frozenset(new - old)
+        removed = frozenset(old - new)
+        parts = ([f"+{show_value(added)}"] if added else []) + ([f"-{show_value(removed)}"] if removed else [])
+        return f"{show_value(old)} -> {show_value(new)} ({' '.join(parts)})"
+    return f"{show_value(old)} -> {show_value(new)}"
+
+
+def render_trace(trace: Trace, full: bool = False, entities: dict[str, tuple[str, ...]] | None = None) -> str:
+    """Each step's action, then only what changed (old -> new), or every field with ``full``.
+
+    ``entities`` (a spec's ``entities`` hint) opens per-entity tuples into one line per entity.
+    """
+    names = entity_names(entities)
     lines = []
     prev: dict[str, Any] | None = None
     width = len(str(len(trace.steps)))
+    pad = " " * width
     for n, step in enumerate(trace.steps, start=1):
-        flat = flatten(step.state)
+        flat = _open_entities(step.state, names)
         printed: set[str] = set()
         title = "initial state" if step.action is None else step.action
         lines.append(f"{n:>{width}}. {title}")
         for path, value in flat.items():
             if prev is None or full:
-                lines.append(f"{'':>{width}}    {path} = {show_value(value)}")
+                lines.append(f"{pad}    {path} = {show_value(value)}")
             elif path not in prev:
-                if _parent_in(path, prev):
-                    shown = _parent_in(path, prev)
-                    if shown not in printed:
-                        printed.add(shown)
-                        lines.append(f"{'':>{width}}    {shown}: {show_value(prev[shown])} -> (opened below)")
-                lines.append(f"{'':>{width}}    {path}: (absent) -> {show_value(value)}")
+                parent = _parent_in(path, prev)
+                if parent is not None and parent not in printed:
+                    printed.add(parent)
+                    lines.append(f"{pad}    {parent}: {show_value(prev[parent])} -> (opened below)")
+                lines.append(f"{pad}    {path}: (absent) -> {show_value(value)}")
             elif prev[path] != value:
-                lines.append(f"{'':>{width}}    {path}: {show_value(prev[path])} -> {show_value(value)}")
+                lines.append(f"{pad}    {path}: {describe_change(prev[path], value)}")
         if prev is not None and not full:
             for path in prev:
                 if path not in flat and path not in printed and not _has_children(path, flat):
-                    lines.append(f"{'':>{width}}    {path}: {show_value(prev[path])} -> (absent)")
+                    lines.append(f"{pad}    {path}: {show_value(prev[path])} -> (absent)")
         prev = flat
     return "\n".join(lines)
 

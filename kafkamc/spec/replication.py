@@ -291,6 +291,8 @@ class Replication(Spec):
     )
     invariants = (strong_isr, weak_isr, leader_in_isr, no_acked_data_loss, no_divergence, follower_matches_leader)
     default_invariants = ("strong-isr", "weak-isr")
+    # Tuples indexed by replica id - 1: one swim lane per replica in the trace viewer.
+    entities = {"replica": ("logs", "hw", "replica_state")}
 
     def validate_params(self, p: Params) -> None:
         if p.max_crashes and not (p.crash or p.unclean or p.lossy_crash):

@@ -517,6 +517,8 @@ class Transactions(Spec):
         no_duplicate_append,
         valid_coordinator_transitions,
     )
+    # One swim lane per producer instance and per data partition in the trace viewer.
+    entities = {"producer": ("producers",), "partition": ("partitions",)}
     default_invariants = (
         "atomicity", "client-commit-truth", "zombie-fencing", "no-hanging-transaction",
         "no-cross-transaction-leak", "read-committed-isolation", "no-duplicate-append",
