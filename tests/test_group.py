@@ -272,3 +272,12 @@ def test_symmetry_keeps_verdicts_and_shortest_traces(params, verdict, steps):
     assert (len(r.trace.steps) if r.trace else None) == steps
     if verdict is None:
         assert (r.distinct_states, r.depth) == (4448, 22)
+
+
+def test_raw_claims_are_harmless_in_the_cooperative_model():
+    # A cooperative consumer that loses its generation drops its partitions (onPartitionsLost)
+    # before it rejoins, so no two members ever claim the same partition and the raw rule of
+    # KAFKA-7026 never applies: the same states as with generation-aware claims.
+    r = check(protocol="cooperative", sticky_claims="raw")
+    assert r.result == "ok"
+    assert (r.distinct_states, r.depth) == (5849, 19)
