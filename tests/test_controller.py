@@ -48,7 +48,7 @@ def test_defaults_and_default_invariants():
     spec = Controller()
     assert spec.p.as_dict() == {
         "fencing": "zkversion", "brokers": 3, "elections": 2, "expiries": 1, "crashes": 0,
-        "leader_epochs": 1, "requests": 2,
+        "leader_epochs": 1, "requests": 2, "in_flight": 2,
     }
     assert tuple(pr.name for pr in Controller.default_properties()) == ALL
     kinds = {pr.name: pr.kind for pr in Controller.properties()}
@@ -192,6 +192,14 @@ def test_stale_update_metadata(fencing):
         t = step(spec, s, "RejectUpdateMetadata(b3, controllerEpoch=1): STALE_CONTROLLER_EPOCH")
         assert not t.stale_applied
     assert t.brokers[2].seen_controller_epoch == 2 and t.in_flight == ()
+
+
+def test_in_flight_bound():
+    spec = Controller(requests=3, in_flight=1)
+    s = follow(spec, "Elect(b1, epoch=1)", "SendUpdateMetadata(b1 -> b2, controllerEpoch=1)")
+    assert not [lab for lab in labels_of(spec, s) if lab.startswith(("Send", "Duplicate"))]
+    s = step(spec, s, "HandleUpdateMetadata(b2, controllerEpoch=1)")
+    assert "SendUpdateMetadata(b1 -> b2, controllerEpoch=1)" in labels_of(spec, s)
 
 
 def test_leader_and_isr_moves_the_leader_epoch_only_forward():

@@ -16,8 +16,8 @@ What is modelled, as ``KafkaController`` and ``KafkaZkClient`` do it:
   knows it (``Partition.leaderEpoch``).
 - The network: a bag of in-flight LeaderAndIsr and UpdateMetadata requests, so that any of them
   can be delayed and delivered in any order; requests can be dropped and duplicated (a retry).
-  At most ``requests`` requests are sent in all, duplicates included, which also bounds those in
-  flight. A controller may (re)send its view to any running broker at any time, which covers the
+  At most ``requests`` requests are sent in all, duplicates included, and at most ``in_flight``
+  are in flight at once. A controller may (re)send its view to any running broker at any time, which covers the
   sends after each change, on failover, and ``ControllerChannelManager``'s retries.
 
 The parameter ``fencing`` selects the generation of Kafka:
@@ -72,7 +72,6 @@ from dataclasses import dataclass
 from enum import IntEnum
 from itertools import permutations, product
 
-from kafkamc.errors import UsageError
 from kafkamc.invariants.controller import (
     controller_epoch_monotonic,
     no_stale_request_applied,
@@ -180,8 +179,8 @@ class Controller(Spec):
         Param("expiries", 1, "bound on ZooKeeper session expiries", min=0, max=4),
         Param("crashes", 0, "bound on broker crashes (each may restart)", min=0, max=4),
         Param("leader_epochs", 1, "bound on the partition's leader epoch (leader elections)", min=1, max=6),
-        Param("requests", 2, "bound on control requests sent, duplicates included (so also on those in flight)",
-              min=1, max=8),
+        Param("requests", 2, "bound on control requests sent in all, duplicates included", min=1, max=8),
+        Param("in_flight", 2, "bound on control requests in flight at once", min=1, max=8),
     )
     invariants = (
         single_controller_per_epoch,
@@ -402,7 +401,7 @@ class Controller(Spec):
     def duplicate_request(p, s):
         """A request is delivered twice (a retry on a new connection), within the in-flight bound."""
         bag = s.in_flight
-        if s.sent >= p.requests:
+        if s.sent >= p.requests or len(bag) >= p.in_flight:
             return
         prev = None
         for k, r in enumerate(bag):
@@ -440,7 +439,7 @@ def _describe(r: Request, sender: int = NONE) -> str:
 
 def _send(p, s, kind: Kind):
     bag = s.in_flight
-    if s.sent >= p.requests:
+    if s.sent >= p.requests or len(bag) >= p.in_flight:
         return
     brokers = s.brokers
     for c, cb in enumerate(brokers, 1):
