@@ -12,7 +12,7 @@ import pytest
 
 from kafkamc import Param, Spec, action, invariant
 from kafkamc.checker.graph import (
-    GraphTooLarge, build_graph, check_recoverability, read_graph, write_graph,
+    GraphTooLarge, build_graph, check_recoverability, read_graph, recoverability_notes, write_graph,
 )
 from kafkamc.checker.local import explore
 from kafkamc.cli import main
@@ -115,6 +115,9 @@ def test_deadlock_trap_is_a_violation_with_the_shortest_trace():
     info = r.extra["recoverability"]["back-to-zero"]
     assert info["end"] == "deadlock" and info["stuck_states"] == 1
     assert not _reaches_good(spec, r.trace.last, back_to_zero)
+    notes = recoverability_notes(r)
+    assert notes[0] == "back-to-zero: the last state is a deadlock (no successors) and is not good"
+    assert notes[1].startswith("back-to-zero: good states 1, stuck states 1 ")
 
 
 def test_stuck_cycle_is_a_violation_and_not_a_deadlock():
@@ -132,6 +135,7 @@ def test_livelock_is_reported_but_does_not_violate_ag_ef():
     assert r.result == "ok"
     assert r.extra["recoverability"]["back-to-zero"]["livelock_states"] == 1
     assert r.extra["stuttering_steps"] == 1
+    assert "livelock states 1 (" in recoverability_notes(r)[0]
 
 
 def test_ordinary_invariant_violation_is_reported_like_explore():

@@ -42,7 +42,7 @@ from kafkamc.spec.api import Spec, format_label
 
 __all__ = [
     "GRAPH_LIMIT", "GraphTooLarge", "build_graph", "write_graph", "read_graph",
-    "check_recoverability", "stuck_states", "livelock_states",
+    "check_recoverability", "stuck_states", "livelock_states", "recoverability_notes",
 ]
 
 # States a graph may hold unless the caller raises it: networkx keeps a few hundred bytes per
@@ -502,3 +502,20 @@ def check_recoverability(
                 )
             return result(VIOLATION, rec.name, path)
     return result(OK, None, None)
+
+
+def recoverability_notes(result: CheckResult) -> list[str]:
+    """Lines for the text output of ``check -r``: what lies beyond a stuck state, and per property
+    the good, stuck and livelock state counts (``[]`` for a result without recoverability)."""
+    recs = (result.extra or {}).get("recoverability") or {}
+    lines = []
+    for name, info in recs.items():
+        if "explanation" in info:
+            lines.append(info["explanation"])
+        line = (f"{name}: good states {info['good_states']:,}, stuck states {info['stuck_states']:,} "
+                f"(no good state reachable)")
+        if info["livelock_states"]:
+            line += (f", livelock states {info['livelock_states']:,} (an infinite path can avoid the good "
+                     "states although each of its states could reach one; AG EF good allows it)")
+        lines.append(line)
+    return lines
