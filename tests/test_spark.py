@@ -261,10 +261,11 @@ def test_codec_round_trips_nested_states():
     from kafkamc.checker.spark import _Codec
 
     codec = _Codec(Board)
-    assert codec.marshal
+    assert codec.plain
     state = Board((Cell(2, Light.GREEN), Cell(0, Light.RED)), frozenset({0, 1}), 5)
-    back = codec.dec(codec.unpack(codec.pack(codec.enc(state))))
+    back = codec.loads(codec.dumps(state))
     assert back == state and type(back.cells[0].light) is Light and hash(back) == hash(state)
+    assert type(codec.enc(state)[0][0]) is tuple  # sent as plain tuples, not as Cell objects
 
 
 # -- errors that need no Spark: subprocesses of the CLI ------------------------------------------

@@ -38,6 +38,7 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import enum
+import gc
 import hashlib
 import importlib
 import io
@@ -145,25 +146,9 @@ def _converter(tp: Any, seen: set) -> tuple[Callable, Callable] | None:
         get = operator.attrgetter(*fields) if len(fields) > 1 else (lambda v, n=fields[0]: (getattr(v, n),))
         new = object.__new__
 
-        if all(c is None for c in convs):
-            def dec(v: tuple) -> Any:
-                obj = new(tp)
-                for st, x in zip(setters, v):
-                    st(obj, x)
-                return obj
-            return get, dec
         encs = [c[0] if c else None for c in convs]
         decs = [c[1] if c else None for c in convs]
-
-        def enc2(v: Any) -> tuple:
-            return tuple(x if f is None else f(x) for f, x in zip(encs, get(v)))
-
-        def dec2(v: tuple) -> Any:
-            obj = new(tp)
-            for st, f, x in zip(setters, decs, v):
-                st(obj, x if f is None else f(x))
-            return obj
-        return enc2, dec2
+        return (get if all(f is None for f in encs) else _tuple_map(encs, get)), _dataclass_decoder(tp, setters, decs)
     raise _Unsupported(tp)
 
 
@@ -171,12 +156,36 @@ def _set_attr(name: str, obj: Any, value: Any) -> None:
     object.__setattr__(obj, name, value)
 
 
+def _tuple_map(fns: list, get: Callable[[Any], tuple]) -> Callable[[Any], tuple]:
+    def enc(v: Any) -> tuple:
+        return tuple(x if f is None else f(x) for f, x in zip(fns, get(v)))
+    return enc
+
+
+def _dataclass_decoder(tp: type, setters: list, decs: list) -> Callable[[tuple], Any]:
+    """Straight-line code writing every slot of a new instance (no __init__, as pickle does)."""
+    ns: dict[str, Any] = {"new": object.__new__, "tp": tp}
+    lines = ["def dec(v):", "    o = new(tp)"]
+    for i, (st, f) in enumerate(zip(setters, decs)):
+        ns[f"s{i}"] = st
+        if f is None:
+            lines.append(f"    s{i}(o, v[{i}])")
+        else:
+            ns[f"f{i}"] = f
+            lines.append(f"    s{i}(o, f{i}(v[{i}]))")
+    lines.append("    return o")
+    exec("\n".join(lines), ns)
+    return ns["dec"]
+
+
 class _Codec:
-    """Packs lists of (path, state) compactly: states as plain tuples through marshal (C speed),
-    or through pickle when the state type's annotations do not describe it exactly."""
+    """One state to bytes and back. Pickling a slotted dataclass runs Python code per object;
+    pickling its fields as plain tuples (ints, tuples, frozensets) runs in C, and the decoder
+    writes the slots of a new instance in straight-line code. States whose annotations do not
+    describe them exactly are pickled as they are."""
 
     def __init__(self, state_type: type) -> None:
-        self.marshal = False
+        self.plain = False
         self.enc: Callable[[Any], Any] = _ident
         self.dec: Callable[[Any], Any] = _ident
         if dataclasses.is_dataclass(state_type):
@@ -186,25 +195,38 @@ class _Codec:
                 conv = None
             if conv is not None:
                 self.enc, self.dec = conv
-                self.marshal = True
+                self.plain = True
 
-    def pack(self, obj: Any) -> bytes:
-        if self.marshal:
-            return b"M" + marshal.dumps(obj, 4)
-        return b"P" + pickle.dumps(obj, 5)
+    def dumps(self, state: Any) -> bytes:
+        if self.plain:
+            return pickle.dumps(self.enc(state), 5)
+        return pickle.dumps(state, 5)
 
-    @staticmethod
-    def unpack(data: bytes) -> Any:
-        if data[:1] == b"M":
-            return marshal.loads(memoryview(data)[1:])
-        return pickle.loads(memoryview(data)[1:])
+    def loads(self, data: bytes) -> Any:
+        if self.plain:
+            return self.dec(pickle.loads(data))
+        return pickle.loads(data)
 
     def round_trips(self, state: Any) -> bool:
         try:
-            back = self.dec(self.unpack(self.pack(self.enc(state))))
+            back = self.loads(self.dumps(state))
         except Exception:
             return False
         return type(back) is type(state) and back == state and hash(back) == hash(state)
+
+
+# A path (initial-state index, then successor indices) travels as bytes, three big-endian bytes
+# per index: compact, and bytes compare like the index sequences (paths of a level have one length).
+_W = 3
+_IDX = tuple(i.to_bytes(_W, "big") for i in range(4096))
+
+
+def _step(i: int) -> bytes:
+    return _IDX[i] if i < 4096 else i.to_bytes(_W, "big")
+
+
+def _unpath(path: bytes) -> list[int]:
+    return [int.from_bytes(path[i:i + _W], "big") for i in range(0, len(path), _W)]
 
 
 def _ident(x: Any) -> Any:
@@ -228,7 +250,7 @@ class _Job:
     """Everything a task needs; pickled into each task (the spec by class and parameters)."""
 
     def __init__(self, spec: Spec, props: Sequence[Property], *, symmetry: bool, deadlock: bool,
-                 partitions: int, state_type: type, marshal_ok: bool) -> None:
+                 partitions: int, state_type: type, plain_ok: bool) -> None:
         self.spec = spec
         self.invs = [(pr.name, pr.fn) for pr in props if pr.kind == "invariant"]
         self.aprops = [(pr.name, pr.fn) for pr in props if pr.kind == "action"]
@@ -236,12 +258,12 @@ class _Job:
         self.deadlock = deadlock
         self.partitions = partitions
         self.state_type = state_type
-        self.marshal_ok = marshal_ok
+        self.plain_ok = plain_ok
         self.validate = 0  # how many new states each merge task deep-checks against annotations
 
     def codec(self) -> _Codec:
         codec = _codec(self.state_type)
-        if not self.marshal_ok and codec.marshal:
+        if not self.plain_ok and codec.plain:
             codec = _Codec(object)
         return codec
 
@@ -277,25 +299,40 @@ def _member(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
     return sorted_keys[pos] == keys
 
 
+def _without_gc(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run a task with the cyclic garbage collector off: a task allocates millions of tuples that
+    all survive it, and every collection would traverse them (immutable states make no cycles)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return fn(*args)
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _init_block(job: _Job, index: int, it: Any) -> Any:
     """Partition ``index`` of level 1 from the driver's initial states (already checked)."""
-    codec = job.codec()
     keys: list[np.ndarray] = []
     entries: list = []
     for _, payload in it:
-        kb, ents = codec.unpack(payload)
+        kb, paths, states = marshal.loads(payload)
         keys.append(np.frombuffer(kb, dtype=np.int64))
-        entries.extend(ents)
+        entries.extend(zip(paths, states))
     v = np.sort(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.int64)
-    entries.sort(key=_first)
-    return iter([(v, codec.pack(entries), len(entries))])
+    entries.sort()
+    return iter([(v, _pack_frontier(entries), len(entries))])
 
 
-def _first(entry: Any) -> Any:
-    return entry[0]
+def _pack_frontier(entries: list) -> bytes:
+    return marshal.dumps(([e[0] for e in entries], [e[1] for e in entries]), 4)
 
 
 def _expand(job: _Job, acc: Any, index: int, it: Any) -> Any:
+    return _without_gc(_expand_body, job, acc, index, it)
+
+
+def _expand_body(job: _Job, acc: Any, index: int, it: Any) -> Any:
     """Stage 1: expand this partition's frontier, emit (owner, packed batch) per owner partition."""
     started = time.perf_counter()
     block = None
@@ -309,16 +346,16 @@ def _expand(job: _Job, acc: Any, index: int, it: Any) -> Any:
         spec = job.spec
         p = spec.p
         codec = job.codec()
-        dec = codec.dec
-        frontier = codec.unpack(fbytes)
-        key, _ = state_key_function(spec, dec(frontier[0][1]), job.symmetry)
+        loads = codec.loads
+        paths, states = marshal.loads(fbytes)
+        key, _ = state_key_function(spec, loads(states[0]), job.symmetry)
         actions = [(a.name, a.fn) for a in type(spec).actions()]
         constraint = spec.constraint
         aprops = job.aprops
         deadlock = job.deadlock
         cands: dict[int, tuple] = {}
-        for path, e in frontier:
-            s = dec(e)
+        for path, sb in zip(paths, states):
+            s = loads(sb)
             if constraint is not None and not constraint(p, s):
                 continue
             i = 0
@@ -330,7 +367,7 @@ def _expand(job: _Job, acc: Any, index: int, it: Any) -> Any:
                             flabel = format_label(aname, label)
                             for n, (_, pfn) in enumerate(aprops):
                                 if not pfn(p, s, flabel, t):
-                                    aprop_bad = (path + (i,), n)
+                                    aprop_bad = (path + _step(i), n)
                                     break
                         if k not in cands:
                             cands[k] = (path, i, t)
@@ -351,19 +388,21 @@ def _expand(job: _Job, acc: Any, index: int, it: Any) -> Any:
             if own.size and visited.size:
                 drop[own] = _member(visited, keys[own])
             bk: list[list[int]] = [[] for _ in range(P)]
-            be: list[list] = [[] for _ in range(P)]
-            enc = codec.enc
+            bp: list[list[bytes]] = [[] for _ in range(P)]
+            bs: list[list[bytes]] = [[] for _ in range(P)]
+            dumps = codec.dumps
             try:
                 for (k, (path, i, t)), o, d in zip(cands.items(), owners.tolist(), drop.tolist()):
                     if not d:
                         bk[o].append(k)
-                        be[o].append((path + (i,), enc(t)))
+                        bp[o].append(path + _step(i))
+                        bs[o].append(dumps(t))
                 for j in range(P):
                     if bk[j]:
-                        out.append((j, codec.pack((np.array(bk[j], dtype=np.int64).tobytes(), be[j]))))
+                        out.append((j, marshal.dumps((np.array(bk[j], dtype=np.int64).tobytes(), bp[j], bs[j]), 4)))
             except Exception as exc:
                 if err is None:
-                    err = ((), f"encoding a state for the shuffle failed: {type(exc).__name__}: {exc}")
+                    err = (b"", f"encoding a state for the shuffle failed: {type(exc).__name__}: {exc}")
                 out = []
     acc.add({("x", index): {
         "generated": generated, "deadlock": dead, "aprop": aprop_bad, "error": err,
@@ -374,36 +413,41 @@ def _expand(job: _Job, acc: Any, index: int, it: Any) -> Any:
 
 
 def _merge(job: _Job, acc: Any, index: int, it: Any) -> Any:
+    return _without_gc(_merge_body, job, acc, index, it)
+
+
+def _merge_body(job: _Job, acc: Any, index: int, it: Any) -> Any:
     """Stage 2: the cached block ``index`` plus the batches shuffled to it; yields the next block."""
     started = time.perf_counter()
-    codec = job.codec()
     visited = None
     keys: list[np.ndarray] = []
-    entries: list = []
+    paths: list[bytes] = []
+    states: list[bytes] = []
     for item in it:
         if isinstance(item[0], np.ndarray):
             visited = item[0]
             continue
-        kb, ents = codec.unpack(item[1])
+        kb, ps, ss = marshal.loads(item[1])
         keys.append(np.frombuffer(kb, dtype=np.int64))
-        entries.extend(ents)
+        paths.extend(ps)
+        states.extend(ss)
     if visited is None:
         raise RuntimeError(f"kafkamc: the visited block of partition {index} is missing from the union")
     inv_bad = inv_err = invalid = first_new = None
     order: list = []
-    if entries:
+    if paths:
         ks = np.concatenate(keys)
         fresh = ~_member(visited, ks)
-        best: dict[int, Any] = {}
+        best: dict[int, int] = {}
         get = best.get
-        for k, f, ent in zip(ks.tolist(), fresh.tolist(), entries):
+        for n, (k, f) in enumerate(zip(ks.tolist(), fresh.tolist())):
             if f:
                 b = get(k)
-                if b is None or ent[0] < b[0]:
-                    best[k] = ent
-        order = sorted(best.items(), key=_second_first)
+                if b is None or paths[n] < paths[b]:
+                    best[k] = n
+        order = sorted((paths[n], states[n]) for n in best.values())
         if order:
-            first_new = order[0][1][0]
+            first_new = order[0][0]
             new_keys = np.fromiter(best, dtype=np.int64, count=len(best))
             visited = np.concatenate((visited, np.sort(new_keys)))
             visited.sort(kind="stable")  # two sorted runs: a linear merge
@@ -411,12 +455,12 @@ def _merge(job: _Job, acc: Any, index: int, it: Any) -> Any:
         budget = job.validate
         if invs or budget:
             p = job.spec.p
-            dec = codec.dec
-            for _, (path, e) in order:
+            loads = job.codec().loads
+            for path, sb in order:
                 checking = inv_bad is None and inv_err is None and invs
                 if not checking and budget <= 0:
                     break
-                t = dec(e)
+                t = loads(sb)
                 if budget > 0:
                     budget -= 1
                     if invalid is None:
@@ -432,18 +476,13 @@ def _merge(job: _Job, acc: Any, index: int, it: Any) -> Any:
                                 break
                     except Exception as exc:
                         inv_err = (path, f"{type(exc).__name__}: {exc}")
-    frontier = [ent for _, ent in order]
-    packed = codec.pack(frontier)
+    packed = _pack_frontier(order)
     acc.add({("m", index): {
-        "new": len(frontier), "invariant": inv_bad, "error": inv_err, "invalid": invalid,
+        "new": len(order), "invariant": inv_bad, "error": inv_err, "invalid": invalid,
         "first_new": first_new, "visited": int(visited.size), "frontier_bytes": len(packed),
         "seconds": time.perf_counter() - started, "rss_kb": _rss_kb(),
     }})
-    return iter([(visited, packed, len(frontier))])
-
-
-def _second_first(item: Any) -> Any:
-    return item[1][0]
+    return iter([(visited, packed, len(order))])
 
 
 def _first_paths(job: _Job, limit: int, it: Any) -> Any:
@@ -451,11 +490,15 @@ def _first_paths(job: _Job, limit: int, it: Any) -> Any:
     out: list = []
     for _, fbytes, count in it:
         if count:
-            out.extend(path for path, _ in _Codec.unpack(fbytes)[:limit])
+            out.extend(marshal.loads(fbytes)[0][:limit])
     return iter([out])
 
 
-def _count_before(job: _Job, bound: tuple, it: Any) -> Any:
+def _count_before(job: _Job, bound: bytes, it: Any) -> Any:
+    return _without_gc(_count_before_body, job, bound, it)
+
+
+def _count_before_body(job: _Job, bound: bytes, it: Any) -> Any:
     """Successors of this block's frontier states whose path is below ``bound`` (bounded runs)."""
     total = 0
     spec = job.spec
@@ -465,10 +508,10 @@ def _count_before(job: _Job, bound: tuple, it: Any) -> Any:
     for _, fbytes, count in it:
         if not count:
             continue
-        for path, e in codec.unpack(fbytes):
+        for path, sb in zip(*marshal.loads(fbytes)):
             if path >= bound:
                 break
-            s = codec.dec(e)
+            s = codec.loads(sb)
             if constraint is not None and not constraint(p, s):
                 continue
             for act in type(spec).actions():
@@ -539,6 +582,7 @@ def _context(master: str | None) -> tuple[Any, bool]:
             )
         return active, False
     under_submit = "PYSPARK_GATEWAY_PORT" in os.environ
+    verbose = bool(os.environ.get("KAFKAMC_SPARK_VERBOSE"))
     if under_submit:
         conf = SparkConf()
         if master is not None:
@@ -552,10 +596,11 @@ def _context(master: str | None) -> tuple[Any, bool]:
         if master.startswith("spark://"):
             _check_master(master)
         conf = SparkConf(loadDefaults=False).setMaster(master)
-        log4j = os.path.join(_tmpdir(), "log4j2.properties")
-        with open(log4j, "w", encoding="utf-8") as fh:
-            fh.write(_QUIET_LOG4J)
-        conf.set("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
+        if not verbose:
+            log4j = os.path.join(_tmpdir(), "log4j2.properties")
+            with open(log4j, "w", encoding="utf-8") as fh:
+                fh.write(_QUIET_LOG4J)
+            conf.set("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
         if not os.environ.get("PYSPARK_PYTHON"):
             conf.set("spark.pyspark.python", sys.executable)
         if master.startswith("local"):
@@ -566,7 +611,8 @@ def _context(master: str | None) -> tuple[Any, bool]:
         sc = SparkContext(conf=conf)
     except Exception as exc:
         raise EngineError(f"cannot start Spark on {master}: {_summary(exc)}") from None
-    sc.setLogLevel("ERROR")
+    if not verbose:
+        sc.setLogLevel("ERROR")
     if sc.master.startswith("spark://"):
         deadline = time.monotonic() + EXECUTOR_WAIT
         while sc._jsc.sc().getExecutorMemoryStatus().size() < 2:
@@ -625,8 +671,11 @@ def _ship_modules(spec: Spec, props: Sequence[Property], state_type: type) -> li
 
 
 def _zip_module(top: str) -> str:
+    """A zip of the top-level module or package ``top`` ('' when it cannot or need not be zipped)."""
     module = sys.modules[top]
     fname = os.path.realpath(module.__file__)
+    if not os.path.isfile(fname):
+        return ""  # imported from a zip already (spark-submit --py-files), which Spark distributes
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         if os.path.basename(fname) == "__init__.py":
@@ -719,7 +768,7 @@ def explore_spark(
         )
 
     seen: set[int] = set()
-    init_entries: list[tuple[int, tuple[int, ...], Any]] = []
+    init_entries: list[tuple[int, bytes, Any]] = []
     bad: tuple[str, list[int]] | None = None
     for i, s in enumerate(inits):
         fpr.check(s)
@@ -730,7 +779,9 @@ def explore_spark(
             return result(INCOMPLETE, reason="max-states")
         seen.add(k)
         state["distinct"] = len(seen)
-        init_entries.append((k, (i,), s))
+        if i >= 1 << (8 * _W):
+            raise UsageError(f"spec {spec.name} has more than {(1 << (8 * _W)) - 1} initial states")
+        init_entries.append((k, _step(i), s))
         if bad is None:
             for name, fn in invs:
                 try:
@@ -747,8 +798,8 @@ def explore_spark(
 
     state_type = type(inits[0])
     codec = _codec(state_type)
-    marshal_ok = codec.marshal and all(type(s) is state_type and codec.round_trips(s) for _, _, s in init_entries)
-    if not marshal_ok:
+    plain_ok = codec.plain and all(type(s) is state_type and codec.round_trips(s) for _, _, s in init_entries)
+    if not plain_ok:
         codec = _Codec(object)
 
     t0 = time.perf_counter()
@@ -759,8 +810,8 @@ def explore_spark(
         return _run(
             sc, spec, props, invs, aprops, init_entries, codec, state, result, extra, blocks_made,
             partitions=partitions, max_depth=max_depth, max_states=max_states, symmetry=symmetry,
-            deadlock=deadlock, progress=progress, started=started, marshal_ok=marshal_ok,
-            state_type=state_type, fpr=fpr,
+            deadlock=deadlock, progress=progress, started=started,
+            state_type=state_type, fpr=fpr, plain_ok=plain_ok,
         )
     finally:
         for rdd in blocks_made:
@@ -778,23 +829,25 @@ def explore_spark(
 def _run(sc: Any, spec: Spec, props: Sequence[Property], invs: list, aprops: list, init_entries: list,
          codec: _Codec, state: dict, result: Callable[..., CheckResult], extra: dict, blocks_made: list, *,
          partitions: int | None, max_depth: int | None, max_states: int | None, symmetry: bool,
-         deadlock: bool, progress: Progress | None, started: float, marshal_ok: bool, state_type: type,
+         deadlock: bool, progress: Progress | None, started: float, plain_ok: bool, state_type: type,
          fpr: Fingerprinter) -> CheckResult:
     from pyspark import RDD, StorageLevel
     from pyspark.serializers import BatchedSerializer, CPickleSerializer
 
     P = partitions or max(1, sc.defaultParallelism)
     extra.update(master=sc.master, partitions=P, shipped=_ship(sc, spec, props, state_type),
-                 codec="marshal" if marshal_ok else "pickle")
+                 codec="plain tuples" if plain_ok else "pickle")
     job = _Job(spec, props, symmetry=symmetry, deadlock=deadlock, partitions=P, state_type=state_type,
-               marshal_ok=marshal_ok)
+               plain_ok=plain_ok)
     mask = (1 << 64) - 1
-    per_owner: list[tuple[list[int], list]] = [([], []) for _ in range(P)]
+    per_owner: list[tuple[list[int], list[bytes], list[bytes]]] = [([], [], []) for _ in range(P)]
     for k, path, s in init_entries:
         o = (k & mask) % P
         per_owner[o][0].append(k)
-        per_owner[o][1].append((path, codec.enc(s)))
-    payloads = [(j, codec.pack((np.array(ks, dtype=np.int64).tobytes(), ents))) for j, (ks, ents) in enumerate(per_owner)]
+        per_owner[o][1].append(path)
+        per_owner[o][2].append(codec.dumps(s))
+    payloads = [(j, marshal.dumps((np.array(ks, dtype=np.int64).tobytes(), ps, ss), 4))
+                for j, (ks, ps, ss) in enumerate(per_owner)]
     storage = StorageLevel.MEMORY_AND_DISK
     sources: set[tuple[str, str]] = set()
     executor_rss = 0
@@ -859,12 +912,12 @@ def _run(sc: Any, spec: Spec, props: Sequence[Property], invs: list, aprops: lis
             if cut_k is not None:
                 firsts = nxt.mapPartitions(partial(_first_paths, job, cut_k + 1)).collect()
                 cut = sorted(pth for part in firsts for pth in part)[cut_k]
-                parent = cut[:-1]
+                parent = cut[:-_W]
                 if expand_err is not None and expand_err[0] < parent:
                     _raise_expand_error(spec, invs, aprops, symmetry, expand_err)
                 _raise_invariant_error(spec, invs, xs, ms, cut)
                 partial_gen = sum(blocks.mapPartitions(partial(_count_before, job, parent)).collect())
-                state["generated"] += partial_gen + cut[-1] + 1
+                state["generated"] += partial_gen + int.from_bytes(cut[-_W:], "big") + 1
                 state["distinct"] += cut_k
                 _finish(extra, sources, executor_rss)
                 return result(INCOMPLETE, reason=reason)
@@ -916,7 +969,7 @@ def _found(xs: list, ms: list, invs: list, aprops: list) -> tuple[str, list[int]
     dead = [x["deadlock"] for x in xs if x["deadlock"] is not None]
     if dead:
         path = min(dead)
-        return DEADLOCK, list(path), (path, -1)
+        return DEADLOCK, _unpath(path), (path, -1)
     cands = []
     for x in xs:
         if x["aprop"] is not None:
@@ -929,7 +982,7 @@ def _found(xs: list, ms: list, invs: list, aprops: list) -> tuple[str, list[int]
     if not cands:
         return None
     pos, name, path = min(cands)
-    return name, list(path), pos
+    return name, _unpath(path), pos
 
 
 def _raise_expand_error(spec: Spec, invs: list, aprops: list, symmetry: bool, err: tuple) -> None:
@@ -937,7 +990,7 @@ def _raise_expand_error(spec: Spec, invs: list, aprops: list, symmetry: bool, er
     path, message = err
     if path:
         try:
-            s = replay(spec, list(path)).last
+            s = replay(spec, _unpath(path)).last
         except ReplayError:
             s = None
         if s is not None:
@@ -955,7 +1008,7 @@ def _raise_expand_error(spec: Spec, invs: list, aprops: list, symmetry: bool, er
                 raise _classify(spec, s, exc, invs, aprops) from exc
     if message.startswith("encoding a state"):
         raise UsageError(f"a state does not match its type's annotations ({message})")
-    raise EngineError(f"an executor failed expanding the state at path {list(path)}: {message}")
+    raise EngineError(f"an executor failed expanding the state at path {_unpath(path)}: {message}")
 
 
 def _raise_invariant_error(spec: Spec, invs: list, xs: list, ms: list, limit: tuple | None) -> None:
@@ -976,7 +1029,7 @@ def _raise_invariant_error(spec: Spec, invs: list, xs: list, ms: list, limit: tu
         return
     if any(m["invariant"] is not None and m["invariant"][0] < path for m in ms):
         return
-    t = replay(spec, list(path)).last
+    t = replay(spec, _unpath(path)).last
     for name, fn in invs:
         try:
             fn(spec.p, t)
@@ -988,7 +1041,7 @@ def _raise_invariant_error(spec: Spec, invs: list, xs: list, ms: list, limit: tu
 def _raise_invalid(spec: Spec, invalid: tuple) -> None:
     path, message = invalid
     try:
-        t = replay(spec, list(path)).last
+        t = replay(spec, _unpath(path)).last
         _validate_stable(t, "state")
     except UsageError:
         raise
