@@ -228,3 +228,21 @@ def test_replication_partition_can_recover_finds_only_real_stuck_states():
         # The shortest: no state of a shorter trace is stuck.
         for step in r.trace.steps[:-1]:
             assert _reaches_good(spec, step.state, partition_can_recover)
+
+
+@pytest.mark.parametrize("version, stuck", [("tv1", True), ("tv1-verify", False), ("tv2", False)])
+def test_hanging_transaction_stops_the_lso_before_kip_890(version, stuck):
+    """KAFKA-14402: under tv1 a delayed Produce delivered after its transaction's ABORT marker
+    opens a transaction no marker will ever close; KIP-890 (tv1-verify, tv2) prevents it."""
+    from kafkamc.invariants.recoverability import lso_can_advance
+
+    spec = build_spec("transactions", [f"version={version}", "partitions=1", "producers=1"])
+    r = check_recoverability(spec, [], [property_of(lso_can_advance)])
+    assert r.result == ("violation" if stuck else "ok")
+    if stuck:
+        actions = [st.action for st in r.trace.steps]
+        assert any(a and a.startswith("DeliverDelayed(Produce") for a in actions)
+        last = r.trace.last
+        assert last.partitions[0].txn_first_offset >= 0
+        assert not _reaches_good(spec, last, lso_can_advance)
+        assert all(_reaches_good(spec, st.state, lso_can_advance) for st in r.trace.steps[:-1])
