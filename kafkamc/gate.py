@@ -12,6 +12,7 @@ parameter or invariant, a value of the wrong type), reported as ``FILE:LINE: mes
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import fnmatch
 import json
 import os
@@ -50,6 +51,7 @@ _CHECK_KEYS: dict[str, tuple[type, ...]] = {
     "description": (str,),
     "params": (dict,),
     "invariants": (list, str),
+    "recoverability": (list, str),
     "engine": (str,),
     "master": (str,),
     "partitions": (int,),
@@ -183,6 +185,7 @@ class Check:
     properties: tuple[Property, ...]
     expect: str
     line: int | None = None
+    recoverability: tuple[Property, ...] = ()
     description: str = ""
     engine: str = "local"
     master: str | None = None
@@ -423,10 +426,31 @@ def _load_check(src: _Source, name: str, body: dict[str, Any], defaults: dict[st
                 chosen.append(prop)
         props = tuple(chosen)
 
+    recs: list[Property] = []
+    rec_names = merged.get("recoverability", [])
+    for rname in [rec_names] if isinstance(rec_names, str) else rec_names:
+        if not isinstance(rname, str):
+            raise err(f"recoverability must be names (strings); got {rname!r}", "recoverability")
+        try:
+            rec = cls.recoverability_named(rname)
+        except UsageError as exc:
+            raise src.error(f"check {name!r}: {exc}", *origin["recoverability"], value=rname) from None
+        if rec not in recs:
+            recs.append(rec)
+    if recs:
+        # The state graph is built by one process and bounded by max_states only (kafkamc check -r).
+        for key in ("max_depth", "deadlock"):
+            if key in body:
+                raise err(f"{key} cannot be combined with recoverability (the state graph is bounded by "
+                          "max_states)", key)
+            merged.pop(key, None)
+        if merged.get("engine", "local") != "local":
+            raise err("recoverability is checked on the state graph by the local engine only", "recoverability")
+
     deadlock = merged.get("deadlock", False)
     violated = merged.get("violated")
     if violated is not None:
-        checked = [p.name for p in props] + ([DEADLOCK] if deadlock else [])
+        checked = [p.name for p in props] + [r.name for r in recs] + ([DEADLOCK] if deadlock else [])
         if violated not in checked:
             raise err(f"violated = {violated!r} is not among the properties this check checks; "
                       f"allowed: {', '.join(checked)}", "violated")
@@ -445,7 +469,8 @@ def _load_check(src: _Source, name: str, body: dict[str, Any], defaults: dict[st
         raise err(f"symmetry = true: spec {cls.name} declares no symmetry hook", "symmetry")
 
     return Check(
-        name=name, spec_ref=ref, spec=spec, properties=props, expect=expect, line=src.lines.line(src.root + here),
+        name=name, spec_ref=ref, spec=spec, properties=props, recoverability=tuple(recs), expect=expect,
+        line=src.lines.line(src.root + here),
         description=merged.get("description", ""), engine=engine, master=merged.get("master"),
         partitions=merged.get("partitions"), workers=merged.get("workers"), max_depth=merged.get("max_depth"),
         max_states=merged.get("max_states"), symmetry=symmetry, deadlock=deadlock, violated=violated,
@@ -555,6 +580,13 @@ def _explore(check: Check) -> CheckResult:
                                  **kwargs)
         except ImportError as exc:  # pyspark (or the engine) is not installed here
             raise EngineError(f"engine spark is not available: {exc}") from None
+    if check.recoverability:
+        try:
+            from kafkamc.checker.graph import check_recoverability
+        except ImportError as exc:
+            raise EngineError(f"recoverability checking is not available: {exc}") from None
+        return check_recoverability(check.spec, check.properties, check.recoverability,
+                                    max_states=check.max_states, symmetry=check.symmetry)
     try:
         from kafkamc.checker.multicore import available_cores, explore_multicore
     except ImportError:
@@ -580,6 +612,9 @@ def run_check(check: Check) -> Outcome:
         return Outcome(check, ERROR, None, time.perf_counter() - started,
                        error=f"{type(exc).__name__}: {exc}\n{tb}")
     seconds = time.perf_counter() - started
+    if ":" in check.spec_ref:
+        # Where a user's spec class lives, so that its trace files replay without --spec.
+        result = dataclasses.replace(result, extra={**result.extra, "spec_ref": check.spec_ref})
     problems = evaluate(check, result)
     if result.result == INCOMPLETE and result.reason == "interrupted":
         problems.insert(0, "interrupted (Ctrl-C)")
@@ -635,6 +670,14 @@ def _line(outcome: Outcome, width: int, ewidth: int) -> str:
             f"{states} states {outcome.seconds:6.1f} s")
 
 
+def _recoverability_notes(result: CheckResult) -> list[str]:
+    if not (result.extra or {}).get("recoverability"):
+        return []
+    from kafkamc.checker.graph import recoverability_notes
+
+    return recoverability_notes(result)
+
+
 def _details(outcome: Outcome) -> str:
     """Readable text for JUnit's system-out: the engine's summary and any counterexample."""
     parts = []
@@ -644,8 +687,12 @@ def _details(outcome: Outcome) -> str:
         parts.append(c.description)
     if outcome.result is not None:
         parts.append(render_summary(outcome.result))
+        notes = _recoverability_notes(outcome.result)
+        if notes:
+            parts.append("\n".join(notes))
         if outcome.result.trace is not None:
-            parts.append("counterexample:\n" + render_trace(outcome.result.trace))
+            entities = getattr(type(c.spec), "entities", None)
+            parts.append("counterexample:\n" + render_trace(outcome.result.trace, entities=entities))
     if outcome.files:
         parts.append("written: " + ", ".join(outcome.files))
     return "\n\n".join(parts) + "\n"
@@ -696,6 +743,15 @@ def junit_xml(outcomes: list[Outcome], config_path: str, seconds: float) -> ET.E
     return ET.ElementTree(suites)
 
 
+def _result_json(result: CheckResult | None) -> dict[str, Any] | None:
+    if result is None:
+        return None
+    out = result_to_json(result)
+    if (result.extra or {}).get("recoverability"):
+        out["recoverability"] = result.extra["recoverability"]  # good, stuck, livelock states per property
+    return out
+
+
 def _outcome_json(o: Outcome) -> dict[str, Any]:
     c = o.check
     return {
@@ -703,6 +759,7 @@ def _outcome_json(o: Outcome) -> dict[str, Any]:
         "spec": c.spec_ref,
         "params": c.spec.p.as_dict(),
         "invariants": [p.name for p in c.properties],
+        "recoverability": [r.name for r in c.recoverability],
         "engine": c.engine,
         "expect": c.expect,
         "violated": c.violated,
@@ -714,7 +771,7 @@ def _outcome_json(o: Outcome) -> dict[str, Any]:
         "met": o.met,
         "message": o.message or None,
         "seconds": round(o.seconds, 3),
-        "result": result_to_json(o.result) if o.result is not None else None,
+        "result": _result_json(o.result),
         "files": o.files,
     }
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from kafkamc import Param, Spec, action, invariant
+from kafkamc.invariants.api import recoverable
 from kafkamc.cli import main
 from kafkamc.gate import load_config
 
@@ -37,6 +38,16 @@ def gate_y_below_limit(p, s):
     return s.y < p.limit
 
 
+@recoverable("gate-can-reach-corner", "the corner (bound, bound) stays reachable")
+def gate_can_reach_corner(p, s):
+    return s.x == p.bound and s.y == p.bound
+
+
+@recoverable("gate-can-go-home", "the origin stays reachable (it does not: counters only go up)")
+def gate_can_go_home(p, s):
+    return s.x == 0 and s.y == 0
+
+
 class Grid(Spec):
     """x and y each count up to ``bound``: (bound + 1) ** 2 reachable states."""
 
@@ -47,6 +58,7 @@ class Grid(Spec):
     )
     invariants = (gate_x_below_limit, gate_y_below_limit)
     default_invariants = ("gate-x-below-limit",)
+    recoverability = (gate_can_reach_corner, gate_can_go_home)
 
     def init_states(p):
         yield Pos(0, 0)
@@ -253,6 +265,7 @@ def test_json_and_out(tmp_path, capsys):
     assert str(trace_file) in bug["files"]
     written = json.loads(trace_file.read_text())
     assert [s["action"] for s in written["trace"]] == [None, "IncX(x=1)", "IncX(x=2)"]
+    assert written["spec_ref"] == GRID  # a user spec's trace replays without --spec
     # The ITF trace and the HTML viewer beside it, in installations that have those writers.
     stem = out_dir / "grid-x-bug" / "gate-grid-gate-x-below-limit"
     if importlib.util.find_spec("kafkamc.counterexamples.itf") is not None:
@@ -339,6 +352,10 @@ BAD = [
     (f'[checks.x]\nspec = "{GRID}"\nexpect = "hold"\nengine = "spark"\nworkers = 2\n', 5,
      'workers applies only to engine = "local"'),
     (f'[checks.x]\nspec = "{GRID}"\n', 1, "check 'x': missing key 'expect'"),
+    (f'[checks.x]\nspec = "{GRID}"\nexpect = "hold"\nrecoverability = ["gate-can-reach-corner", "nope"]\n', 4,
+     "unknown recoverability property 'nope' for spec gate-grid"),
+    (f'[checks.x]\nspec = "{GRID}"\nexpect = "hold"\nrecoverability = ["gate-can-go-home"]\nmax_depth = 3\n', 5,
+     "max_depth cannot be combined with recoverability"),
     (f'[checks.x]\nspec = "{GRID}"\nexpect = "hold"\n[defaults]\nspec = "x"\n', 5, "unknown key 'spec' in [defaults]"),
     (f'[checks.x]\nspec = "{GRID}"\nexpect = "hold"\nparams = {{ bound = 2 \n', 4, "invalid TOML"),
     ('# nothing here\n', None, "defines no checks"),
@@ -348,7 +365,7 @@ BAD = [
 @pytest.mark.parametrize("text, line, needle", BAD, ids=[
     "top-key", "check-key", "bundled-spec", "module-spec", "param-name", "param-range", "param-type", "invariant",
     "expect", "type", "positive", "violated-on-hold", "violated-unchecked", "symmetry", "spark-only", "local-only",
-    "missing", "defaults-key", "toml-syntax", "empty",
+    "missing", "recoverability-name", "recoverability-depth", "defaults-key", "toml-syntax", "empty",
 ])
 def test_bad_config_exit_2_with_file_and_line(tmp_path, capsys, text, line, needle):
     config = write(tmp_path, text, name="gate.toml")
@@ -451,3 +468,37 @@ def test_an_engine_that_is_not_installed_fails_its_check(tmp_path, capsys, monke
     assert code == 1
     assert "ERROR on-spark" in out and "engine spark is not available" in out
     assert out.count("PASS ") == 2
+
+
+def test_recoverability_checks(tmp_path, capsys):
+    config = write(tmp_path, f"""
+    [checks.corner]
+    spec = "{GRID}"
+    recoverability = ["gate-can-reach-corner"]
+    expect = "hold"
+    distinct_states = 16
+
+    [checks.home]
+    spec = "{GRID}"
+    recoverability = "gate-can-go-home"
+    expect = "violate"
+    violated = "gate-can-go-home"
+    max_trace_length = 2
+    """)
+    junit = tmp_path / "gate.xml"
+    code, out, _ = gate(capsys, "--config", config, "--json", "--junit", str(junit))
+    assert code == 0, out
+    home_case = ET.parse(junit).getroot().findall("testsuite/testcase")[1]
+    assert "gate-can-go-home: good states 1, stuck states 15" in home_case.find("system-out").text
+    corner, home = json.loads(out)["checks"]
+    assert corner["recoverability"] == ["gate-can-reach-corner"] and corner["result"]["result"] == "ok"
+    assert home["result"]["violated"] == "gate-can-go-home" and len(home["result"]["trace"]) == 2
+    assert home["result"]["recoverability"]["gate-can-go-home"]["stuck_states"] == 15
+    # The same property expected to hold fails the gate.
+    code, out, _ = gate(capsys, "--config", write(tmp_path, f"""
+    [checks.home]
+    spec = "{GRID}"
+    recoverability = ["gate-can-go-home"]
+    expect = "hold"
+    """))
+    assert code == 1 and "but gate-can-go-home is violated (counterexample of 2 states)" in out
