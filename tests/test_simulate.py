@@ -121,3 +121,24 @@ def test_cli_simulate_rejects_bad_bounds(capsys):
     assert main(["simulate", "toyspecs:Counters", "--steps", "999999", "--no-database"]) == 2
     assert main(["simulate", "toyspecs:Counters", "--time", "-1"]) == 2
     capsys.readouterr()
+
+
+def test_tighten_deletes_steps_the_violation_does_not_need():
+    from kafkamc.checker.simulate import tighten
+
+    spec = build_spec("toyspecs:Counters", ["limit=2"])
+    # IncY, IncY, IncX, IncX: x reaches the limit, the two IncY are irrelevant.
+    path = [0, 1, 1, 0, 0]
+    assert replay(spec, path).last.x == 2
+    invs = [(pr.name, pr.fn) for pr in spec.default_properties()]
+    short = tighten(spec, path, "x-below-limit", invs, [])
+    assert [st.action for st in replay(spec, short).steps] == [None, "IncX(x=1)", "IncX(x=2)"]
+
+
+def test_shortcut_cuts_a_walk_that_returns_to_a_state_it_visited():
+    from kafkamc.checker.simulate import shortcut
+
+    spec = build_spec("toyspecs:Counters", ["limit=2", "decrement=true"])
+    path = [0, 0, 2, 0, 0]  # IncX, DecX (back to the initial state), IncX, IncX
+    assert [st.action for st in replay(spec, path).steps][2] == "DecX"
+    assert shortcut(spec, path) == [0, 0, 0]

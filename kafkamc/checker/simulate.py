@@ -35,7 +35,7 @@ from kafkamc.errors import SpecRaised, UsageError
 from kafkamc.invariants.api import Property
 from kafkamc.spec.api import Spec, format_label
 
-__all__ = ["simulate", "NO_VIOLATION_FOUND", "DEFAULT_DATABASE", "SimulationStats"]
+__all__ = ["simulate", "shortcut", "tighten", "NO_VIOLATION_FOUND", "DEFAULT_DATABASE", "SimulationStats"]
 
 NO_VIOLATION_FOUND = "no-violation-found"
 # Relative to the working directory: a found failure replays first on the next run from there.
@@ -240,11 +240,13 @@ def simulate(
     violated: str | None = None
     trace = None
     reason = "runs"
+    shrunk_steps = None
     try:
         walks()
     except _Violation as v:
         violated = v.name
-        trace = replay(spec, v.path)
+        shrunk_steps = len(v.path) - 1
+        trace = replay(spec, tighten(spec, shortcut(spec, v.path, aprops), v.name, invs, aprops))
     except _TimeUp:
         reason = "time"
     except KeyboardInterrupt:
@@ -267,6 +269,7 @@ def simulate(
         extra["found_steps"] = first_failure.get("steps")
         extra["found_violated"] = first_failure.get("violated")
         extra["shrink_walks"] = shrink_walks[0]
+        extra["shrunk_steps"] = shrunk_steps
     return CheckResult(
         spec=spec.name, params=p.as_dict(), engine="simulate",
         result=VIOLATION if violated else NO_VIOLATION_FOUND,
@@ -275,3 +278,109 @@ def simulate(
         depth=stats.longest + 1, seconds=seconds, trace=trace,
         reason=None if violated else (reason if reason != "runs" else None), extra=extra,
     )
+
+
+def shortcut(spec: Spec, path: Sequence[int], aprops: Sequence[tuple[str, Any]] = ()) -> list[int]:
+    """Cut detours out of a failing walk: if a later state of the walk is an initial state, or equals
+    a successor of an earlier one (itself included: a cycle), jump straight there.
+
+    The walk's last state is kept, so the violation is the same; every state of the result was a
+    state of the walk, so none before the last breaks an invariant; a jump is taken only if its
+    new transition satisfies the action properties ``aprops`` ((name, fn) pairs). hypothesis
+    shrinks the walk's choices, and a deleted choice shifts every later one; this pass removes
+    the loops and detours that shifting cannot.
+    """
+    p = spec.p
+    trace = replay(spec, path)
+    states = [st.state for st in trace.steps]
+    path = list(path)
+    inits = spec.initial()
+    # A later initial state: start there.
+    for j in range(len(states) - 1, 0, -1):
+        if states[j] in inits:
+            path = [inits.index(states[j])] + path[j + 1:]
+            states = states[j:]
+            break
+    i = 0
+    while i < len(states) - 1:
+        s = states[i]
+        where = {}
+        for k, (act, label, t) in enumerate(spec.successors(s)):
+            where.setdefault(t, (k, act, label))
+        for j in range(len(states) - 1, i, -1):
+            hit = where.get(states[j])
+            if hit is None:
+                continue
+            if j == i + 1 and hit[0] == path[i + 1]:
+                break  # already the step taken
+            k, act, label = hit
+            flabel = format_label(act.name, label)
+            if all(fn(p, s, flabel, states[j]) for _, fn in aprops):
+                path = path[: i + 1] + [k] + path[j + 1:]
+                states = states[: i + 1] + states[j:]
+                break
+        i += 1
+    return path
+
+
+def _first_violation(p: Any, s: Any, invs: Sequence[tuple[str, Any]]) -> str | None:
+    for name, fn in invs:
+        if not fn(p, s):
+            return name
+    return None
+
+
+def tighten(
+    spec: Spec, path: Sequence[int], violated: str,
+    invs: Sequence[tuple[str, Any]], aprops: Sequence[tuple[str, Any]],
+) -> list[int]:
+    """Delete steps of a failing walk while the rest, re-executed by action label, still fails.
+
+    Removing step k and then taking the same labelled transitions as before (each label looked up
+    among the successors of the new state) keeps what the later steps do, where deleting a choice
+    in hypothesis's encoding shifts every later successor index. A candidate is kept when every
+    label is still enabled and the first property it breaks is ``violated`` (if it breaks it
+    earlier, the walk is cut there). Repeated until no single step can go.
+    """
+    p = spec.p
+    inits = spec.initial()
+    steps = replay(spec, path).steps
+    labels = [st.action for st in steps[1:]]
+    start = path[0]
+
+    def run(labels: list[str]) -> list[int] | None:
+        s = inits[start]
+        out = [start]
+        if _first_violation(p, s, invs) is not None:
+            return None
+        for lab in labels:
+            found = None
+            for k, (act, label, t) in enumerate(spec.successors(s)):
+                flabel = format_label(act.name, label)
+                if flabel == lab:
+                    found = (k, flabel, t)
+                    break
+            if found is None:
+                return None
+            k, flabel, t = found
+            out.append(k)
+            broken = next((name for name, fn in aprops if not fn(p, s, flabel, t)), None)
+            if broken is None:
+                broken = _first_violation(p, t, invs)
+            if broken is not None:
+                return out if broken == violated else None
+            s = t
+        return None
+
+    changed = True
+    best = list(path)
+    while changed:
+        changed = False
+        for k in range(len(labels)):
+            attempt = run(labels[:k] + labels[k + 1:])
+            if attempt is not None and len(attempt) < len(best):
+                best = attempt
+                labels = [st.action for st in replay(spec, best).steps[1:]]
+                changed = True
+                break
+    return best
