@@ -114,6 +114,8 @@ def _child(args: argparse.Namespace) -> None:
         report["partitions"] = result.extra["partitions"]
         report["master"] = result.extra["master"]
         report["engine_levels"] = result.extra["levels"]
+        report["ship_seconds"] = result.extra.get("ship_seconds", 0.0)
+        report["first_job_seconds"] = result.extra.get("first_job_seconds", 0.0)
         sc.stop()
     report.update(result=result.result, violated=result.violated, distinct=result.distinct_states,
                   generated=result.states_generated, depth=result.depth, seconds=result.seconds, levels=levels,
@@ -122,9 +124,12 @@ def _child(args: argparse.Namespace) -> None:
 
 
 def _fixed_cost(levels: list[dict]) -> tuple[float, float]:
-    """Intercept and slope of level seconds against successors generated in the level."""
-    xs, ys, prev = [], [], 0
-    for lv in levels[1:]:
+    """Intercept and slope of level seconds against successors generated in the level (level 2,
+    which also pays for starting the Python workers, is left out)."""
+    if len(levels) < 3:
+        return float("nan"), float("nan")
+    xs, ys, prev = [], [], levels[1]["generated"]
+    for lv in levels[2:]:
         xs.append(lv["generated"] - prev)
         ys.append(lv["seconds"])
         prev = lv["generated"]
@@ -187,12 +192,19 @@ def main() -> None:
         else:
             explore_s = sum(lv["seconds"] for lv in rep["levels"][1:])
             fixed, slope = _fixed_cost(rep["levels"])
-            small = [lv["seconds"] for lv in rep["levels"][1:] if lv["new"] < 200]
+            small = [lv["seconds"] for lv in rep["levels"][2:] if lv["new"] < 200]
             print(f"  master {rep['master']}, P={rep['partitions']}; SparkContext start-up "
                   f"{rep['startup_seconds']:.1f} s (not in the total); levels 2..{rep['depth']} took {explore_s:.1f} s")
+            print(f"  shipping the code {rep['ship_seconds']:.1f} s, first job (level 1's blocks, Python workers "
+                  f"start) {rep['first_job_seconds']:.1f} s")
             print(f"  fixed cost per level (fit): {fixed:.2f} s, marginal {slope * 1e6:.1f} us per successor;"
                   f" median of levels with < 200 new states: "
                   f"{statistics.median(small) if small else float('nan'):.2f} s")
+            print("  per level: seconds = slowest expand task + slowest merge task + the rest (Spark)")
+            for lv in rep["engine_levels"]:
+                rest = lv["seconds"] - lv["expand_seconds"] - lv["merge_seconds"]
+                print(f"    level {lv['level']:3d}: {lv['seconds']:6.2f} s = {lv['expand_seconds']:6.2f} + "
+                      f"{lv['merge_seconds']:6.2f} + {rest:5.2f}  ({lv['new']:,} new, {lv['generated']:,} generated)")
             print(f"  peak memory: driver (Python) {rep['driver_peak_kb'] / 1024:,.0f} MiB, JVM "
                   f"{rep['jvm_peak_kb'] / 1024:,.0f} MiB, largest Python worker "
                   f"{rep['python_worker_peak_kb'] / 1024:,.0f} MiB")

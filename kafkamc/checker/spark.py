@@ -835,8 +835,10 @@ def _run(sc: Any, spec: Spec, props: Sequence[Property], invs: list, aprops: lis
     from pyspark.serializers import BatchedSerializer, CPickleSerializer
 
     P = partitions or max(1, sc.defaultParallelism)
+    t0 = time.perf_counter()
     extra.update(master=sc.master, partitions=P, shipped=_ship(sc, spec, props, state_type),
                  codec="plain tuples" if plain_ok else "pickle")
+    extra["ship_seconds"] = time.perf_counter() - t0
     job = _Job(spec, props, symmetry=symmetry, deadlock=deadlock, partitions=P, state_type=state_type,
                plain_ok=plain_ok)
     mask = (1 << 64) - 1
@@ -864,10 +866,12 @@ def _run(sc: Any, spec: Spec, props: Sequence[Property], invs: list, aprops: lis
         partial(_init_block, job), preservesPartitioning=True)
     blocks.persist(storage)
     blocks_made.append(blocks)
+    t0 = time.perf_counter()
     try:
         materialise(blocks)
     except KeyboardInterrupt:
         return result(INCOMPLETE, reason="interrupted")
+    extra["first_job_seconds"] = time.perf_counter() - t0
     frontier = len(init_entries)
     level = 0
     try:
@@ -945,6 +949,13 @@ def _run(sc: Any, spec: Spec, props: Sequence[Property], invs: list, aprops: lis
             blocks.unpersist()
             blocks_made.remove(blocks)
             blocks = nxt
+            if level % CHECKPOINT_EVERY == 0:
+                # The levels before the checkpoint are unreachable now; a driver GC lets Spark's
+                # ContextCleaner delete their shuffle files on the executors.
+                try:
+                    sc._jvm.System.gc()
+                except Exception:
+                    pass
             frontier = new_total
             if found is not None:
                 name, path, _ = found
