@@ -107,13 +107,18 @@ def test_cli_simulate_violation_exit_1_json_and_files(tmp_path, capsys):
     assert code == 1
     check_keys = {"schema", "spec", "params", "engine", "result", "invariants", "violated",
                   "distinct_states", "states_generated", "depth", "seconds", "trace", "path"}
-    assert check_keys | {"runs", "steps", "coverage", "never_fired", "seed"} <= set(doc)
+    assert check_keys | {"runs", "steps", "coverage", "never_fired", "seed", "found_steps", "shrunk_steps"} <= set(doc)
     assert doc["schema"] == 1 and doc["result"] == "violation" and doc["violated"] == "x-below-limit"
     # Shrunk to the shortest possible here: two increments of x.
     assert [s["action"] for s in doc["trace"]] == [None, "IncX(x=1)", "IncX(x=2)"]
     assert sorted(os.listdir(out_dir)) == ["counters-x-below-limit.itf.json", "counters-x-below-limit.trace.json"]
     assert main(["trace", "replay", os.path.join(out_dir, "counters-x-below-limit.trace.json"),
                  "--spec", "toyspecs:Counters"]) == 0
+
+
+def test_cli_simulate_spec_that_raises_exits_3(capsys):
+    assert main(["simulate", "toyspecs:Raising", "--seed", "1", "--runs", "20", "--no-database"]) == 3
+    assert "action step raised ZeroDivisionError" in capsys.readouterr().err
 
 
 def test_cli_simulate_rejects_bad_bounds(capsys):

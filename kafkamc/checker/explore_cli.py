@@ -110,7 +110,8 @@ def simulation_to_json(result: CheckResult) -> dict[str, Any]:
     out = result_to_json(result)
     ex = result.extra
     for key in ("seed", "runs", "steps", "max_steps", "longest_walk", "deadlocks", "stuttering_steps",
-                "cut_by_constraint", "coverage", "never_fired", "stopped_by", "found_steps", "shrink_walks"):
+                "cut_by_constraint", "coverage", "never_fired", "stopped_by", "found_steps", "shrunk_steps",
+                "shrink_walks"):
         if key in ex:
             out[key] = ex[key]
     return out
@@ -124,8 +125,10 @@ def render_simulation(result: CheckResult) -> str:
     if result.result == VIOLATION:
         length = len(result.trace) if result.trace is not None else 0
         lines.append(
-            f"violation: {result.violated} fails after {length - 1} steps (shrunk from a walk of "
-            f"{ex.get('found_steps')} steps; short, not necessarily the shortest: 'kafkamc check' finds that)"
+            f"violation: {result.violated} fails after {length - 1} steps (the failing walk had "
+            f"{ex.get('found_steps')}; hypothesis shrank it to {ex.get('shrunk_steps')}, then detours and steps "
+            f"the violation does not need were removed). Short, not necessarily the shortest: "
+            f"'kafkamc check' finds the shortest"
         )
     else:
         why = {"time": "; --time reached", "interrupted": "; interrupted"}.get(ex.get("stopped_by") or "", "")
