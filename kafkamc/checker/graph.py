@@ -498,7 +498,8 @@ def check_recoverability(
                 beyond = nx.descendants(g, first)
                 info["end"] = "stuck"
                 info["explanation"] = (
-                    f"{rec.name}: from the last state {len(beyond):,} states are reachable and none is good"
+                    f"{rec.name}: from the last state {len(beyond):,} state{'' if len(beyond) == 1 else 's'} "
+                    "can be reached and none is good"
                 )
             return result(VIOLATION, rec.name, path)
     return result(OK, None, None)
