@@ -266,6 +266,11 @@ def test_codec_round_trips_nested_states():
     back = codec.loads(codec.dumps(state))
     assert back == state and type(back.cells[0].light) is Light and hash(back) == hash(state)
     assert type(codec.enc(state)[0][0]) is tuple  # sent as plain tuples, not as Cell objects
+    # A state of another type, or an IntEnum field holding a non-member, still comes back as it was.
+    other = Cell(3, Light.RED)
+    assert codec.loads(codec.dumps(other)) == other and type(codec.loads(codec.dumps(other))) is Cell
+    odd = Board((Cell(1, 7),), frozenset(), 0)
+    assert codec.loads(codec.dumps(odd)) == odd
 
 
 # -- errors that need no Spark: subprocesses of the CLI ------------------------------------------

@@ -106,7 +106,7 @@ def _converter(tp: Any, seen: set) -> tuple[Callable, Callable] | None:
         return None
     if isinstance(tp, type) and issubclass(tp, enum.IntEnum):
         members = dict(tp._value2member_map_)
-        return int, members.__getitem__
+        return int, (lambda v: members.get(v, v))
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
         if all(_converter(a, seen) is None for a in typing.get_args(tp)):
@@ -185,6 +185,7 @@ class _Codec:
     describe them exactly are pickled as they are."""
 
     def __init__(self, state_type: type) -> None:
+        self.state_type = state_type
         self.plain = False
         self.enc: Callable[[Any], Any] = _ident
         self.dec: Callable[[Any], Any] = _ident
@@ -198,14 +199,14 @@ class _Codec:
                 self.plain = True
 
     def dumps(self, state: Any) -> bytes:
-        if self.plain:
-            return pickle.dumps(self.enc(state), 5)
-        return pickle.dumps(state, 5)
+        if self.plain and type(state) is self.state_type:
+            return b"T" + pickle.dumps(self.enc(state), 5)
+        return b"O" + pickle.dumps(state, 5)  # a state of another type: as it is
 
     def loads(self, data: bytes) -> Any:
-        if self.plain:
-            return self.dec(pickle.loads(data))
-        return pickle.loads(data)
+        if data[0] == 84:  # b"T"
+            return self.dec(pickle.loads(memoryview(data)[1:]))
+        return pickle.loads(memoryview(data)[1:])
 
     def round_trips(self, state: Any) -> bool:
         try:
