@@ -67,6 +67,14 @@ def test_coverage_counts_actions_and_lists_those_that_never_fired():
     assert r.extra["deadlocks"] == r.extra["runs"] and r.extra["longest_walk"] == 8
 
 
+def test_long_walks_fit_in_hypothesis_buffer():
+    spec = build_spec("toyspecs:Tokens3", [])
+    r = simulate(spec, runs=3, steps=2000, seed=1, database=None)
+    assert r.result == "no-violation-found"
+    assert r.extra["runs"] == 3 and r.extra["steps"] == 6000 and r.extra["longest_walk"] == 2000
+    assert r.extra["cut_by_buffer"] == 0
+
+
 def test_time_limit_stops_the_search():
     spec = build_spec("toyspecs:Counters", ["bound=50"])
     r = simulate(spec, runs=10**6, steps=100, seed=1, time_limit=0.3, database=None)

@@ -110,8 +110,8 @@ def simulation_to_json(result: CheckResult) -> dict[str, Any]:
     out = result_to_json(result)
     ex = result.extra
     for key in ("seed", "runs", "steps", "max_steps", "longest_walk", "deadlocks", "stuttering_steps",
-                "cut_by_constraint", "coverage", "never_fired", "stopped_by", "found_steps", "shrunk_steps",
-                "shrink_walks"):
+                "cut_by_constraint", "cut_by_buffer", "coverage", "never_fired", "stopped_by", "found_steps",
+                "shrunk_steps", "shrink_walks"):
         if key in ex:
             out[key] = ex[key]
     return out

@@ -329,7 +329,9 @@ def write_graph(g: nx.DiGraph, path: str) -> str:
     """Write ``g`` by the file's extension: ``.graphml``, ``.dot`` (or ``.gv``) or ``.json``."""
     ext = os.path.splitext(path)[1].lower()
     if ext not in (".graphml", ".dot", ".gv", ".json"):
-        raise UsageError(f"--out {path!r}: unknown graph format {ext or '(none)'!r}; allowed: .graphml, .dot, .gv, .json")
+        raise UsageError(
+            f"--out {path!r}: unknown graph format {ext or '(none)'!r}; allowed: .graphml, .dot, .gv, .json"
+        )
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     tmp = path + ".tmp"
     if ext == ".graphml":
@@ -436,7 +438,9 @@ def check_recoverability(
     props = tuple(spec.default_properties() if props is None else props)
     for rec in recs:
         if rec.kind != "recoverability":
-            raise UsageError(f"{rec.name} is an {rec.kind}, not a recoverability property (declare it with @recoverable)")
+            raise UsageError(
+                f"{rec.name} is an {rec.kind}, not a recoverability property (declare it with @recoverable)"
+            )
     limit = GRAPH_LIMIT if max_states is None else max_states
     built = _build(spec, props, max_states=limit, symmetry=symmetry, stop_at_violation=True, progress=progress)
     g = built.graph

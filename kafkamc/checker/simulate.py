@@ -40,8 +40,9 @@ __all__ = ["simulate", "shortcut", "tighten", "NO_VIOLATION_FOUND", "DEFAULT_DAT
 NO_VIOLATION_FOUND = "no-violation-found"
 # Relative to the working directory: a found failure replays first on the next run from there.
 DEFAULT_DATABASE = os.path.join(".kafkamc", "hypothesis")
-# hypothesis gives up on an example that makes more choices than its buffer holds (8,192).
-MAX_STEPS = 5000
+# hypothesis gives up on an example whose choices take more than its buffer (8,192 bytes, two to
+# four a choice); a walk also stops early when the buffer is nearly full (see ``room``).
+MAX_STEPS = 2000
 
 
 class _Violation(Exception):
@@ -68,6 +69,7 @@ class SimulationStats:
     deadlocks: int = 0
     stuttering_steps: int = 0
     cut_by_constraint: int = 0
+    cut_by_buffer: int = 0
     seen: set[int] = field(default_factory=set)
     coverage: dict[str, int] = field(default_factory=dict)
 
@@ -154,7 +156,7 @@ def simulate(
                 raise SpecRaised(f"action {aname}", state, exc) from exc
         return out
 
-    def walk(choose) -> None:
+    def walk(choose, room) -> None:
         searching = not first_failure
         if not searching:
             shrink_walks[0] += 1
@@ -171,6 +173,10 @@ def simulate(
             if constraint is not None and not constraint(p, state):
                 if searching:
                     stats.cut_by_constraint += 1
+                break
+            if not room():
+                if searching:
+                    stats.cut_by_buffer += 1
                 break
             succ = successors(state)
             if searching:
@@ -231,11 +237,18 @@ def simulate(
     @given(st.data())
     def walks(data: Any) -> None:
         cdata = getattr(data, "conjecture_data", None)
+        if hasattr(cdata, "length") and hasattr(cdata, "max_length"):
+            # Ending the walk is better than hypothesis discarding it as too large.
+            def room() -> bool:
+                return cdata.length + 16 <= cdata.max_length
+        else:
+            def room() -> bool:
+                return True
         if cdata is not None and hasattr(cdata, "draw_integer"):
             # The choice itself, without the strategy machinery around it (four times faster).
-            walk(lambda n: cdata.draw_integer(0, n - 1))
+            walk(lambda n: cdata.draw_integer(0, n - 1), room)
         else:
-            walk(lambda n: data.draw(st.integers(0, n - 1)))
+            walk(lambda n: data.draw(st.integers(0, n - 1)), room)
 
     violated: str | None = None
     trace = None
@@ -261,6 +274,7 @@ def simulate(
         "deadlocks": stats.deadlocks,
         "stuttering_steps": stats.stuttering_steps,
         "cut_by_constraint": stats.cut_by_constraint,
+        "cut_by_buffer": stats.cut_by_buffer,
         "coverage": dict(stats.coverage),
         "never_fired": [n for n in action_names if stats.coverage[n] == 0],
         "stopped_by": None if violated else reason,

@@ -30,7 +30,8 @@ _CLIENT_STABLE, _CLIENT_FENCED = 4, 5  # kafkamc.spec.group.ClientState
 
 @recoverable(
     "controller-can-recover",
-    "from every state a controller can again be elected: /controller is held by a live broker that acts as controller with the current epoch",
+    "from every state a controller can again be elected: /controller is held by a live broker that acts "
+    "as controller with the current epoch",
 )
 def controller_can_recover(p, s) -> bool:
     """``controller``: the cluster can always get back a working controller (KafkaController.elect).
@@ -49,7 +50,8 @@ def controller_can_recover(p, s) -> bool:
 
 @recoverable(
     "group-can-stabilise",
-    "from every state the group can again reach Stable with every member's consumer in the current generation (or empty out, or be deleted)",
+    "from every state the group can again reach Stable with every member's consumer in the current "
+    "generation (or empty out, or be deleted)",
 )
 def group_can_stabilise(p, s) -> bool:
     """``group``: a rebalance always can finish (GroupCoordinator, KIP-62, KIP-345, KIP-429).
@@ -72,7 +74,8 @@ def group_can_stabilise(p, s) -> bool:
 
 @recoverable(
     "lso-can-advance",
-    "from every state the last stable offset can again reach the high watermark on every partition (no transaction left open)",
+    "from every state the last stable offset can again reach the high watermark on every partition "
+    "(no transaction left open)",
 )
 def lso_can_advance(p, s) -> bool:
     """``transactions``: no transaction stays open on a partition forever (KIP-98 LSO, KIP-890).
