@@ -557,8 +557,10 @@ def _check_master(master: str) -> None:
     raise EngineError(f"Spark master {master} is unreachable ({'; '.join(errors)})")
 
 
+# Spark prints a shell's default log level (PySpark's gateway counts as a shell) unless the shell's
+# logger has its own appender and the root's level; job failures reach the user as EngineError.
 _QUIET_LOG4J = """\
-rootLogger.level = error
+rootLogger.level = fatal
 rootLogger.appenderRef.stderr.ref = console
 appender.console.type = Console
 appender.console.name = console
@@ -566,7 +568,13 @@ appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
 logger.repl.name = org.apache.spark.repl.Main
-logger.repl.level = error
+logger.repl.level = fatal
+logger.repl.additivity = false
+logger.repl.appenderRef.stderr.ref = console
+logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.gateway.level = fatal
+logger.gateway.additivity = false
+logger.gateway.appenderRef.stderr.ref = console
 """
 
 
@@ -613,7 +621,7 @@ def _context(master: str | None) -> tuple[Any, bool]:
     except Exception as exc:
         raise EngineError(f"cannot start Spark on {master}: {_summary(exc)}") from None
     if not verbose:
-        sc.setLogLevel("ERROR")
+        sc.setLogLevel("FATAL")
     if sc.master.startswith("spark://"):
         deadline = time.monotonic() + EXECUTOR_WAIT
         while sc._jsc.sc().getExecutorMemoryStatus().size() < 2:
@@ -628,16 +636,26 @@ def _context(master: str | None) -> tuple[Any, bool]:
 
 
 def _summary(exc: BaseException) -> str:
-    """One readable line from a Py4J or PySpark error."""
-    text = str(exc)
-    for marker in ("PythonException:", "Caused by:", "Job aborted due to stage failure:"):
-        at = text.find(marker)
-        if at >= 0:
-            text = text[at:]
+    """The readable part of a Py4J or PySpark error: Spark's reason for aborting the job and, for
+    a Python failure, the last line of the Python traceback."""
+    lines = [ln.rstrip() for ln in str(exc).splitlines()]
+    marker = "Job aborted due to stage failure:"
+    head = next((ln[ln.index(marker):] for ln in lines if marker in ln), None)
+    if head is not None:
+        head = head.split(". Consider setting", 1)[0]
+    python = None
+    for i, ln in enumerate(lines):
+        if "PythonException:" in ln:
+            for follow in lines[i + 1:]:
+                if follow.lstrip().startswith("at ") or follow.startswith("\tat "):
+                    break
+                if follow.strip():
+                    python = follow.strip()
             break
-    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
-    line = " ".join(lines[:3]) if lines else type(exc).__name__
-    return line[:600]
+    parts = [part for part in (head, python) if part]
+    if not parts:
+        parts = [ln.strip() for ln in lines if ln.strip()][:2] or [type(exc).__name__]
+    return " | ".join(parts)[:800]
 
 
 def _ship_modules(spec: Spec, props: Sequence[Property], state_type: type) -> list[str]:
@@ -861,7 +879,9 @@ def _run(sc: Any, spec: Spec, props: Sequence[Property], invs: list, aprops: lis
         except KeyboardInterrupt:
             raise
         except Exception as exc:
-            raise EngineError(f"the Spark job failed: {_summary(exc)}") from None
+            raise EngineError(
+                f"the Spark job failed: {_summary(exc)} (KAFKAMC_SPARK_VERBOSE=1 shows Spark's log)"
+            ) from None
 
     blocks = sc.parallelize(payloads, P).partitionBy(P, _owner).mapPartitionsWithIndex(
         partial(_init_block, job), preservesPartitioning=True)
