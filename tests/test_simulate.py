@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+from dataclasses import dataclass
 
 import pytest
+
+from kafkamc import Spec, action, invariant
+from kafkamc.errors import EngineError
 
 from kafkamc.checker.local import explore
 from kafkamc.checker.simulate import simulate
@@ -155,3 +160,36 @@ def test_shortcut_cuts_a_walk_that_returns_to_a_state_it_visited():
     path = [0, 0, 2, 0, 0]  # IncX, DecX (back to the initial state), IncX, IncX
     assert [st.action for st in replay(spec, path).steps][2] == "DecX"
     assert shortcut(spec, path) == [0, 0, 0]
+
+
+_CALLS = itertools.count()
+
+
+@dataclass(frozen=True, slots=True)
+class _X:
+    x: int
+
+
+@invariant("x-small", "x stays below 3")
+def _x_small(p, s):
+    return s.x < 3
+
+
+class _Impure(Spec):
+    """An action whose successors depend on a global counter: not a function of (p, state)."""
+
+    name = "impure"
+    invariants = (_x_small,)
+
+    def init_states(p):
+        yield _X(0)
+
+    @action
+    def go(p, s):
+        for i in range(next(_CALLS) % 3 + 1):
+            yield f"Go{i}", _X(s.x + i % 2)
+
+
+def test_a_nondeterministic_spec_is_an_engine_error_naming_the_cause():
+    with pytest.raises(EngineError, match="not deterministic"):
+        simulate(_Impure(), runs=200, steps=10, seed=1, database=None)

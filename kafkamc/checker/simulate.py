@@ -31,7 +31,7 @@ from typing import Any, Sequence
 
 from kafkamc.checker.result import VIOLATION, CheckResult
 from kafkamc.counterexamples.trace import replay
-from kafkamc.errors import SpecRaised, UsageError
+from kafkamc.errors import EngineError, SpecRaised, UsageError
 from kafkamc.invariants.api import Property
 from kafkamc.spec.api import Spec, format_label
 
@@ -220,6 +220,10 @@ def simulate(
             stats.longest = max(stats.longest, len(path) - 1)
             first_failure.setdefault("steps", len(path) - 1)
             first_failure.setdefault("violated", name)
+        best = first_failure.get("best")
+        if best is None or len(path) < len(best[1]):
+            # What a Ctrl-C during shrinking still reports.
+            first_failure["best"] = (name, list(path))
         raise _Violation(name, path)
 
     db = None
@@ -264,6 +268,19 @@ def simulate(
         reason = "time"
     except KeyboardInterrupt:
         reason = "interrupted"
+        if "best" in first_failure:
+            violated, path = first_failure["best"]
+            shrunk_steps = len(path) - 1
+            trace = replay(spec, path)
+    except Exception as exc:
+        if type(exc).__module__.startswith("hypothesis"):
+            first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            hint = ""
+            if "Flaky" in type(exc).__name__:
+                hint = ("the same choices gave a different walk, so an action, init_states or invariant is "
+                        "not deterministic (actions must be pure functions of (p, state)); ")
+            raise EngineError(f"simulate: {hint}hypothesis reports {type(exc).__name__}: {first_line}") from exc
+        raise
     seconds = time.perf_counter() - started
     extra = {
         "seed": seed,
