@@ -698,7 +698,7 @@ def _details(outcome: Outcome) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def _xml(text: str) -> str:
