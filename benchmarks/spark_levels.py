@@ -49,6 +49,16 @@ def _descendants(pid: int) -> list[int]:
     return out
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User plus system CPU seconds of a live process and of its reaped children."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
 def _status(pid: int) -> tuple[str, int]:
     """(command name, peak resident set in kB) of a live process."""
     name, peak = "?", 0
@@ -87,8 +97,10 @@ def _child(args: argparse.Namespace) -> None:
     if args.child == "local":
         from kafkamc.checker.local import explore
 
+        cpu0 = _cpu_seconds(os.getpid())
         result = explore(spec, props, progress=progress)
         report["driver_peak_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        report["cpu_seconds"] = _cpu_seconds(os.getpid()) - cpu0
     else:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         from pyspark import SparkConf, SparkContext
@@ -105,7 +117,11 @@ def _child(args: argparse.Namespace) -> None:
         sc.setLogLevel("ERROR")
         report["startup_seconds"] = time.perf_counter() - started
         last[0] = time.perf_counter()
+        pids = [os.getpid()] + _descendants(os.getpid())
+        cpu0 = sum(_cpu_seconds(pid) for pid in pids)
         result = explore_spark(spec, props, partitions=args.partitions, progress=progress)
+        # Python workers started during the run count from zero.
+        report["cpu_seconds"] = sum(_cpu_seconds(pid) for pid in [os.getpid()] + _descendants(os.getpid())) - cpu0
         report["driver_peak_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         procs = [_status(pid) for pid in _descendants(os.getpid())]
         report["jvm_peak_kb"] = max((kb for name, kb in procs if name == "java"), default=0)
@@ -147,7 +163,9 @@ def main() -> None:
     parser.add_argument("--spec", help="a spec instead of a named configuration")
     parser.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("-i", "--invariant", action="append", default=[])
-    parser.add_argument("--engines", default="local,spark", help="comma-separated: local, spark")
+    parser.add_argument("--engines", default="local,spark,local",
+                        help="comma-separated runs (default local,spark,local: the local engine before and after, "
+                             "since the load of other processes drifts)")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--partitions", type=int, default=None)
     parser.add_argument("--driver-memory", default=None, help="spark.driver.memory (the local-mode executor too)")
@@ -165,7 +183,7 @@ def main() -> None:
 
     print(f"{args.spec} {' '.join(args.param)} {' '.join('-i ' + i for i in args.invariant)}")
     print(f"load average before: {os.getloadavg()}, cores: {os.cpu_count()}")
-    reports = {}
+    reports: dict[str, list[dict]] = {}
     for engine in args.engines.split(","):
         cmd = [sys.executable, os.path.abspath(__file__), "--spec", args.spec, "--child", engine,
                "--master", args.master]
@@ -182,11 +200,12 @@ def main() -> None:
         if proc.returncode != 0:
             print(f"engine {engine} failed (exit {proc.returncode})")
             continue
-        rep = reports[engine] = json.loads(proc.stdout.strip().splitlines()[-1])
+        rep = json.loads(proc.stdout.strip().splitlines()[-1])
+        reports.setdefault(engine, []).append(rep)
         rate = rep["generated"] / rep["seconds"] if rep["seconds"] else 0.0
         print(f"  {rep['result']}{' ' + rep['violated'] if rep['violated'] else ''}: depth {rep['depth']}, "
               f"{rep['distinct']:,} distinct, {rep['generated']:,} generated, {rep['seconds']:.1f} s, "
-              f"{rate:,.0f} states/s")
+              f"{rate:,.0f} states/s; CPU {rep['cpu_seconds']:.1f} s; load average now {os.getloadavg()[0]:.1f}")
         if engine == "local":
             print(f"  peak memory: {rep['driver_peak_kb'] / 1024:,.0f} MiB")
         else:
@@ -209,10 +228,13 @@ def main() -> None:
                   f"{rep['jvm_peak_kb'] / 1024:,.0f} MiB, largest Python worker "
                   f"{rep['python_worker_peak_kb'] / 1024:,.0f} MiB")
     if "local" in reports and "spark" in reports:
-        a, b = reports["local"], reports["spark"]
+        a, b = reports["local"][0], reports["spark"][0]
         same = all(a[k] == b[k] for k in ("result", "violated", "distinct", "generated", "depth", "trace"))
-        print(f"\nsame verdict, counts, depth and trace length: {same}; spark/local time: "
-              f"{b['seconds'] / a['seconds']:.2f}x")
+        local_s = statistics.fmean(r["seconds"] for r in reports["local"])
+        local_cpu = statistics.fmean(r["cpu_seconds"] for r in reports["local"])
+        print(f"\nsame verdict, counts, depth and trace length: {same}")
+        print(f"spark/local wall time: {b['seconds'] / local_s:.2f}x (local: mean of {len(reports['local'])} runs, "
+              f"{local_s:.1f} s); spark/local CPU time: {b['cpu_seconds'] / local_cpu:.2f}x")
     print(f"load average after: {os.getloadavg()}")
 
 
