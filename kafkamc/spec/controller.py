@@ -72,6 +72,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from itertools import permutations, product
 
+from kafkamc.invariants.recoverability import controller_can_recover
 from kafkamc.invariants.controller import (
     controller_epoch_monotonic,
     no_stale_request_applied,
@@ -188,6 +189,7 @@ class Controller(Spec):
         no_stale_request_applied,
         zk_writes_fenced,
     )
+    recoverability = (controller_can_recover,)
     default_invariants = (
         "single-controller-per-epoch",
         "controller-epoch-monotonic",

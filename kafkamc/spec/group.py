@@ -45,6 +45,7 @@ from functools import lru_cache
 from itertools import permutations, product
 
 from kafkamc.errors import UsageError
+from kafkamc.invariants.recoverability import group_can_stabilise
 from kafkamc.invariants.group import (
     commit_from_current_generation,
     generation_monotonic,
@@ -507,6 +508,7 @@ class Group(Spec):
         generation_monotonic,
         valid_group_transitions,
     )
+    recoverability = (group_can_stabilise,)
     default_invariants = (
         "no-double-assignment",
         "no-double-ownership",

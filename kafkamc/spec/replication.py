@@ -56,6 +56,7 @@ from functools import lru_cache
 from itertools import permutations
 
 from kafkamc.errors import UsageError
+from kafkamc.invariants.recoverability import partition_can_recover
 from kafkamc.invariants.replication import (
     follower_matches_leader,
     leader_in_isr,
@@ -290,6 +291,7 @@ class Replication(Spec):
         Param("max_crashes", 0, "at most this many broker crashes in a behaviour (0: no bound)", min=0, max=8),
     )
     invariants = (strong_isr, weak_isr, leader_in_isr, no_acked_data_loss, no_divergence, follower_matches_leader)
+    recoverability = (partition_can_recover,)
     default_invariants = ("strong-isr", "weak-isr")
     # Tuples indexed by replica id - 1: one swim lane per replica in the trace viewer.
     entities = {"replica": ("logs", "hw", "replica_state")}

@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from kafkamc.errors import UsageError
+from kafkamc.invariants.recoverability import lso_can_advance
 from kafkamc.invariants.transactions import (
     atomicity,
     client_commit_truth,
@@ -519,6 +520,7 @@ class Transactions(Spec):
     )
     # One swim lane per producer instance and per data partition in the trace viewer.
     entities = {"producer": ("producers",), "partition": ("partitions",)}
+    recoverability = (lso_can_advance,)
     default_invariants = (
         "atomicity", "client-commit-truth", "zombie-fencing", "no-hanging-transaction",
         "no-cross-transaction-leak", "read-committed-isolation", "no-duplicate-append",
