@@ -23,7 +23,7 @@ from kafkamc.checker.fingerprint import Fingerprinter, canonical
 from kafkamc.checker.result import (
     DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult, LevelStats,
 )
-from kafkamc.counterexamples.trace import Trace, replay
+from kafkamc.counterexamples.trace import replay
 from kafkamc.errors import SpecRaised, UsageError
 from kafkamc.invariants.api import Property
 from kafkamc.spec.api import Spec, format_label
@@ -97,12 +97,7 @@ def explore(
     constraint = spec.constraint
     started = time.perf_counter()
 
-    try:
-        inits = spec.initial()
-    except Exception as exc:
-        raise SpecRaised(f"{type(spec).__name__}.init_states", None, exc) from exc
-    if not inits:
-        raise UsageError(f"spec {spec.name} has no initial states with parameters {p.as_dict()}")
+    inits = spec.initial()
     key, fpr = state_key_function(spec, inits[0], symmetry)
 
     seen: dict[int, int] = {}

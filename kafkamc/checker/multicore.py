@@ -115,7 +115,7 @@ class _Segment:
         cand = self.cand
         nxt = [cand[j] for j in idx]
         self.cand = []
-        p, fpr = self.p, self.fpr
+        p = self.p
         found = None  # (position in nxt, name)
         for pos, t in enumerate(nxt):
             for name, ifn in self.invs:
@@ -265,12 +265,7 @@ def explore_multicore(
     props = tuple(spec.default_properties() if properties is None else properties)
     p = spec.p
     started = time.perf_counter()
-    try:
-        inits = spec.initial()
-    except Exception as exc:
-        raise SpecRaised(f"{type(spec).__name__}.init_states", None, exc) from exc
-    if not inits:
-        raise UsageError(f"spec {spec.name} has no initial states with parameters {p.as_dict()}")
+    inits = spec.initial()
     key, fpr = state_key_function(spec, inits[0], symmetry)
     invs = [(pr.name, pr.fn) for pr in props if pr.kind == "invariant"]
 

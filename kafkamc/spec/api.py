@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence
 
-from kafkamc.errors import UsageError
+from kafkamc.errors import SpecRaised, UsageError
 from kafkamc.invariants.api import Property, property_of
 
 __all__ = ["Param", "Params", "Spec", "Action", "action", "format_label"]
@@ -272,7 +272,14 @@ class Spec:
         return tuple(cls.property_named(n) for n in cls.default_invariants)
 
     def initial(self) -> list[Any]:
-        return list(self.init_states(self.p))
+        """The initial states in order; a spec that raises or yields none is reported, not crashed on."""
+        try:
+            states = list(self.init_states(self.p))
+        except Exception as exc:
+            raise SpecRaised(f"{type(self).__name__}.init_states", None, exc) from exc
+        if not states:
+            raise UsageError(f"spec {self.name} has no initial states with parameters {self.p.as_dict()}")
+        return states
 
     def successors(self, state: Any) -> Iterator[tuple[Action, Any, Any]]:
         """Every (action, label, next_state) of ``state``, in successor-index order."""
