@@ -168,6 +168,15 @@ def test_graph_has_explores_states_and_labelled_edges():
     assert all(d["strong-isr"] and d["weak-isr"] for _, d in g.nodes(data=True))
 
 
+def test_graph_with_symmetry_has_one_node_per_class():
+    spec = build_spec("toyspecs:Tokens3", ["brokers=4", "tokens=3"])
+    for symmetry in (False, True):
+        ref = explore(spec, symmetry=symmetry)
+        g = build_graph(spec, symmetry=symmetry)
+        assert g.number_of_nodes() == ref.distinct_states
+    assert build_graph(spec, symmetry=True).number_of_nodes() < build_graph(spec).number_of_nodes()
+
+
 def test_graph_refuses_above_its_limit():
     with pytest.raises(GraphTooLarge, match="more than 3 reachable states"):
         build_graph(Loop(size=10), max_states=3)
