@@ -218,6 +218,13 @@ def test_cli_graph_writes_and_refuses(tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["states"] == 6 and doc["deadlocks"] == 0 and doc["stuttering_steps"] == 0
     assert nx.read_graphml(out).number_of_nodes() == 6
+    marked = str(tmp_path / "m.json")
+    assert main(["graph", "test_graph:Loop", "-p", "trap=cycle", "-r", "back-to-zero", "--out", marked, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["recoverability"]["back-to-zero"] == {"good_states": 1, "stuck_states": 2, "livelock_states": 0}
+    nodes = json.load(open(marked, encoding="utf-8"))["nodes"]
+    assert sorted((n["state"]["x"], n["state"]["halted"]) for n in nodes if n["stuck:back-to-zero"]) == [
+        (2, True), (3, True)]
     big = str(tmp_path / "big.json")
     assert main(["graph", "test_graph:Loop", "-p", "size=30", "--out", big, "--max-states", "10"]) == 4
     assert "refused" in capsys.readouterr().err and not os.path.exists(big)

@@ -94,6 +94,8 @@ def register(subparsers: Any) -> None:
                     help="set a spec parameter (repeatable)")
     gr.add_argument("-i", "--invariant", action="append", default=[], metavar="NAME",
                     help="record this invariant on every node (repeatable; 'all' for every one)")
+    gr.add_argument("-r", "--recoverability", action="append", default=[], metavar="NAME",
+                    help="mark good:NAME and stuck:NAME on every node for this recoverability property (repeatable)")
     gr.add_argument("--out", required=True, metavar="FILE", help="FILE.graphml, FILE.dot (or .gv) or FILE.json")
     gr.add_argument("--max-states", type=_positive, default=None, metavar="N",
                     help="refuse above N states (default: the limit of 100,000 states)")
@@ -185,11 +187,12 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def _cmd_graph(args: argparse.Namespace) -> int:
-    from kafkamc.checker.graph import GraphTooLarge, build_graph, write_graph
+    from kafkamc.checker.graph import GraphTooLarge, build_graph, mark_recoverability, write_graph
     from kafkamc.cli import _print_progress
 
     spec = build_spec(args.spec, args.param)
     props = select_properties(type(spec), args.invariant)
+    recs = [type(spec).recoverability_named(n) for n in args.recoverability]
     if not args.out.lower().endswith((".graphml", ".dot", ".gv", ".json")):
         raise UsageError(f"--out {args.out!r}: unknown graph format; allowed: .graphml, .dot, .gv, .json")
     show_progress = sys.stderr.isatty() and not args.json
@@ -199,6 +202,7 @@ def _cmd_graph(args: argparse.Namespace) -> int:
     except GraphTooLarge as exc:
         print(f"kafkamc graph: {exc}", file=sys.stderr)
         return EXIT_INCOMPLETE
+    recoverability = mark_recoverability(spec, g, recs)
     write_graph(g, args.out)
     names = [pr.name for pr in props if pr.kind == "invariant"]
     failing = {n: sum(1 for _, d in g.nodes(data=True) if d.get(n) is False) for n in names}
@@ -208,6 +212,8 @@ def _cmd_graph(args: argparse.Namespace) -> int:
         "deadlocks": g.graph["deadlocks"], "stuttering_steps": g.graph["stuttering_steps"],
         "states_violating": failing,
     }
+    if recoverability:
+        summary["recoverability"] = recoverability
     if args.json:
         print(json.dumps(summary))
     else:
@@ -216,5 +222,8 @@ def _cmd_graph(args: argparse.Namespace) -> int:
               f"{summary['stuttering_steps']:,} stuttering steps (self-loops)")
         for n, k in failing.items():
             print(f"  {n}: {'holds in every state' if k == 0 else f'fails in {k:,} states'}")
+        for n, c in recoverability.items():
+            print(f"  {n}: good states {c['good_states']:,}, stuck states {c['stuck_states']:,} "
+                  f"(no good state reachable; drawn orange in DOT), livelock states {c['livelock_states']:,}")
         print(f"graph written to {args.out}")
     return EXIT_OK

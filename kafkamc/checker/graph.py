@@ -42,7 +42,7 @@ from kafkamc.spec.api import Spec, format_label
 
 __all__ = [
     "GRAPH_LIMIT", "GraphTooLarge", "build_graph", "write_graph", "read_graph",
-    "check_recoverability", "stuck_states", "livelock_states", "recoverability_notes",
+    "check_recoverability", "stuck_states", "livelock_states", "recoverability_notes", "mark_recoverability",
 ]
 
 # States a graph may hold unless the caller raises it: networkx keeps a few hundred bytes per
@@ -294,6 +294,8 @@ def _write_dot(g: nx.DiGraph, path: str) -> None:
                 attrs[k] = json.dumps(state_to_json(v)) if not isinstance(v, (str, int, float, bool)) else v
         if any(data.get(name) is False for name in invariants):
             attrs["color"] = "red"
+        elif any(v is True for k, v in data.items() if k.startswith("stuck:")):
+            attrs["color"] = "orange"
         if data.get("initial"):
             attrs["peripheries"] = 2
         body = ", ".join(f"{_dot_id(k)}={_dot_string(_dot_value(v))}" for k, v in attrs.items())
@@ -507,6 +509,22 @@ def check_recoverability(
                 )
             return result(VIOLATION, rec.name, path)
     return result(OK, None, None)
+
+
+def mark_recoverability(spec: Spec, g: nx.DiGraph, recs: Sequence[Property]) -> dict[str, dict[str, int]]:
+    """Add, for each recoverability property, the node attributes ``good:NAME`` and ``stuck:NAME``
+    (so a drawing can show where recovery is impossible); returns the counts per property."""
+    unexpanded = {n for n, d in g.nodes(data=True) if not d.get("expanded", True)}
+    counts = {}
+    for rec in recs:
+        good = _good_nodes(spec, g, rec)
+        stuck = stuck_states(g, good, unexpanded)
+        livelock = livelock_states(g, good, stuck)
+        for n in g.nodes:
+            g.nodes[n][f"good:{rec.name}"] = n in good
+            g.nodes[n][f"stuck:{rec.name}"] = n in stuck
+        counts[rec.name] = {"good_states": len(good), "stuck_states": len(stuck), "livelock_states": len(livelock)}
+    return counts
 
 
 def recoverability_notes(result: CheckResult) -> list[str]:
