@@ -39,11 +39,17 @@ def _descendants(pid: int) -> list[int]:
     out, todo = [], [pid]
     while todo:
         parent = todo.pop()
+        kids = []
         try:
-            with open(f"/proc/{parent}/task/{parent}/children") as fh:
-                kids = [int(x) for x in fh.read().split()]
+            threads = os.listdir(f"/proc/{parent}/task")
         except OSError:
-            kids = []
+            threads = []
+        for tid in threads:  # the JVM starts Python workers from threads other than its main one
+            try:
+                with open(f"/proc/{parent}/task/{tid}/children") as fh:
+                    kids += [int(x) for x in fh.read().split()]
+            except OSError:
+                pass
         out.extend(kids)
         todo.extend(kids)
     return out

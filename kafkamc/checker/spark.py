@@ -874,8 +874,11 @@ def _run(sc: Any, spec: Spec, props: Sequence[Property], invs: list, aprops: lis
     executor_rss = 0
 
     def materialise(rdd: Any) -> None:
+        spark_job(rdd._jrdd.count)
+
+    def spark_job(run: Callable[[], Any]) -> Any:
         try:
-            rdd._jrdd.count()
+            return run()
         except KeyboardInterrupt:
             raise
         except Exception as exc:
@@ -935,13 +938,13 @@ def _run(sc: Any, spec: Spec, props: Sequence[Property], invs: list, aprops: lis
             elif max_states is not None and state["distinct"] + new_total > max_states:
                 cut_k, reason = max_states - state["distinct"], "max-states"
             if cut_k is not None:
-                firsts = nxt.mapPartitions(partial(_first_paths, job, cut_k + 1)).collect()
+                firsts = spark_job(nxt.mapPartitions(partial(_first_paths, job, cut_k + 1)).collect)
                 cut = sorted(pth for part in firsts for pth in part)[cut_k]
                 parent = cut[:-_W]
                 if expand_err is not None and expand_err[0] < parent:
                     _raise_expand_error(spec, invs, aprops, symmetry, expand_err)
                 _raise_invariant_error(spec, invs, xs, ms, cut)
-                partial_gen = sum(blocks.mapPartitions(partial(_count_before, job, parent)).collect())
+                partial_gen = sum(spark_job(blocks.mapPartitions(partial(_count_before, job, parent)).collect))
                 state["generated"] += partial_gen + int.from_bytes(cut[-_W:], "big") + 1
                 state["distinct"] += cut_k
                 _finish(extra, sources, executor_rss)
