@@ -193,3 +193,12 @@ class _Impure(Spec):
 def test_a_nondeterministic_spec_is_an_engine_error_naming_the_cause():
     with pytest.raises(EngineError, match="not deterministic"):
         simulate(_Impure(), runs=200, steps=10, seed=1, database=None)
+
+
+def test_deadlock_option_reports_a_walk_to_a_state_without_successors():
+    spec = build_spec("toyspecs:Counters", ["bound=2"])
+    r = simulate(spec, runs=50, steps=20, seed=1, database=None, deadlock=True)
+    assert r.result == "violation" and r.violated == "deadlock"
+    assert r.trace.last == type(r.trace.last)(2, 2) and len(r.trace) - 1 == 4
+    assert "deadlock" in r.invariants
+    assert simulate(spec, runs=50, steps=20, seed=1, database=None).result == "no-violation-found"

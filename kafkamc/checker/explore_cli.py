@@ -78,6 +78,8 @@ def register(subparsers: Any) -> None:
                      help=f"hypothesis example database: a violation found is replayed first next time "
                      f"(default {DEFAULT_DATABASE} in the working directory)")
     sim.add_argument("--no-database", action="store_true", help="neither read nor save earlier failing walks")
+    sim.add_argument("--deadlock", action="store_true",
+                     help="a walk reaching a state with no successors is a violation (as with check --deadlock)")
     sim.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
     sim.add_argument("--out", metavar="DIR", default=None,
                      help="write the counterexample to DIR (kafkamc JSON and ITF)")
@@ -126,8 +128,10 @@ def render_simulation(result: CheckResult) -> str:
     checked = ", ".join(result.invariants) or "no invariants"
     if result.result == VIOLATION:
         length = len(result.trace) if result.trace is not None else 0
+        what = (f"deadlock (a state with no successors) reached after {length - 1} steps"
+                if result.violated == "deadlock" else f"{result.violated} fails after {length - 1} steps")
         lines.append(
-            f"violation: {result.violated} fails after {length - 1} steps (the failing walk had "
+            f"violation: {what} (the failing walk had "
             f"{ex.get('found_steps')}; hypothesis shrank it to {ex.get('shrunk_steps')}, then detours and steps "
             f"the violation does not need were removed). Short, not necessarily the shortest: "
             f"'kafkamc check' finds the shortest"
@@ -168,7 +172,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     props = select_properties(type(spec), args.invariant)
     result = simulate(
         spec, props, runs=args.runs, steps=args.steps, seed=args.seed, time_limit=args.time,
-        database=None if args.no_database else args.database,
+        database=None if args.no_database else args.database, deadlock=args.deadlock,
     )
     written = write_counterexample(result, args.out, args.html)
     if args.json:

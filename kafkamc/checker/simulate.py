@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from kafkamc.checker.result import VIOLATION, CheckResult
+from kafkamc.checker.result import DEADLOCK, VIOLATION, CheckResult
 from kafkamc.counterexamples.trace import replay
 from kafkamc.errors import EngineError, SpecRaised, UsageError
 from kafkamc.invariants.api import Property
@@ -74,11 +74,12 @@ class SimulationStats:
     coverage: dict[str, int] = field(default_factory=dict)
 
 
-def _config_digest(spec: Spec, props: Sequence[Property], steps: int) -> str:
+def _config_digest(spec: Spec, props: Sequence[Property], steps: int, deadlock: bool = False) -> str:
     """Names the database directory of one configuration, so examples never cross specs."""
     text = json.dumps(
         {"spec": type(spec).__module__ + ":" + type(spec).__qualname__, "name": spec.name,
-         "params": spec.p.as_dict(), "props": [p.name for p in props], "steps": steps},
+         "params": spec.p.as_dict(), "props": [p.name for p in props], "steps": steps,
+         "deadlock": deadlock},
         sort_keys=True, default=str,
     )
     return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
@@ -93,12 +94,14 @@ def simulate(
     seed: int | None = None,
     time_limit: float | None = None,
     database: str | None = DEFAULT_DATABASE,
+    deadlock: bool = False,
 ) -> CheckResult:
     """Random walks of at most ``steps`` transitions, at most ``runs`` of them, shrunk on failure.
 
     ``seed`` makes the run reproducible (a random one is chosen and reported when None).
     ``database`` is a directory for hypothesis's example database (None: no database, so nothing
-    is replayed from or saved for earlier runs).
+    is replayed from or saved for earlier runs). ``deadlock``: a walk that reaches a state with no
+    successors is a violation named ``deadlock``, as with ``check --deadlock``.
     """
     from hypothesis import HealthCheck, Phase, Verbosity, given, settings
     from hypothesis import seed as hypothesis_seed
@@ -184,6 +187,8 @@ def simulate(
             if not succ:
                 if searching:
                     stats.deadlocks += 1
+                if deadlock:
+                    _fail(DEADLOCK, path, searching)
                 break
             i = choose(len(succ)) if len(succ) > 1 else 0
             aname, label, t = succ[i]
@@ -228,7 +233,7 @@ def simulate(
 
     db = None
     if database is not None:
-        db = DirectoryBasedExampleDatabase(os.path.join(database, _config_digest(spec, props, steps)))
+        db = DirectoryBasedExampleDatabase(os.path.join(database, _config_digest(spec, props, steps, deadlock)))
 
     # Outside @seed, which on its own turns the database off: the seed fixes the walks, the
     # database only adds the failing walks of earlier runs, replayed first.
@@ -304,7 +309,7 @@ def simulate(
     return CheckResult(
         spec=spec.name, params=p.as_dict(), engine="simulate",
         result=VIOLATION if violated else NO_VIOLATION_FOUND,
-        invariants=tuple(pr.name for pr in props), violated=violated,
+        invariants=tuple(pr.name for pr in props) + ((DEADLOCK,) if deadlock else ()), violated=violated,
         distinct_states=len(stats.seen), states_generated=stats.states_generated,
         depth=stats.longest + 1, seconds=seconds, trace=trace,
         reason=None if violated else (reason if reason != "runs" else None), extra=extra,
@@ -374,6 +379,7 @@ def tighten(
     earlier, the walk is cut there). Repeated until no single step can go.
     """
     p = spec.p
+    constraint = spec.constraint
     inits = spec.initial()
     steps = replay(spec, path).steps
     labels = [st.action for st in steps[1:]]
@@ -385,6 +391,8 @@ def tighten(
         if _first_violation(p, s, invs) is not None:
             return None
         for lab in labels:
+            if constraint is not None and not constraint(p, s):
+                return None  # a walk does not go on from a state outside the constraint
             found = None
             for k, (act, label, t) in enumerate(spec.successors(s)):
                 flabel = format_label(act.name, label)
@@ -401,6 +409,8 @@ def tighten(
             if broken is not None:
                 return out if broken == violated else None
             s = t
+        if violated == DEADLOCK and next(iter(spec.successors(s)), None) is None:
+            return out
         return None
 
     changed = True
