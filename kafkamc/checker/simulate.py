@@ -14,9 +14,12 @@ seconds, or at the first violation (whose shrinking is then not cut short by the
 Nothing is claimed beyond the walks made: without a violation the verdict is
 ``no-violation-found``, never ``ok``.
 
-The shrunk walk is returned as a ``Trace`` rebuilt by ``replay``, so the JSON, ITF and HTML writers
-of ``check`` write it unchanged. It is short, not necessarily the shortest: breadth-first
-``explore`` gives the shortest.
+hypothesis shrinks the walk's choices; deleting one shifts every later successor index, so the
+shrunk walk is then tightened here (``shortcut``: jump over revisited states; ``tighten``: delete
+steps the violation does not need, re-executing the rest by action label). The result is a
+``Trace`` rebuilt by ``replay``, so the JSON, ITF and HTML writers of ``check`` write it
+unchanged. It is short, not necessarily the shortest: breadth-first ``explore`` gives the
+shortest.
 """
 
 from __future__ import annotations
