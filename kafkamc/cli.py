@@ -186,6 +186,11 @@ def run_check(args: argparse.Namespace, spec_ref: str) -> CheckResult:
         recs = [type(spec).recoverability_named(n) for n in names]
         if args.engine != "local":
             raise UsageError("-r/--recoverability is checked on the state graph by the local engine only")
+        for flag, given in (("--max-depth", args.max_depth), ("--deadlock", args.deadlock or None),
+                            ("--workers", args.workers)):
+            if given is not None:
+                raise UsageError(f"{flag} does not apply with -r (the whole state graph is built); allowed with -r: "
+                                 "-p, -i, --max-states, --symmetry, --json, --out, --html, --progress")
         try:
             from kafkamc.checker.graph import check_recoverability
         except ImportError:
@@ -279,9 +284,17 @@ def _cmd_check(args: argparse.Namespace) -> int:
         result = dataclasses.replace(result, extra={**result.extra, "spec_ref": args.spec})
     written = write_counterexample(result, args.out, args.html)
     if args.json:
-        print(json.dumps(result_to_json(result)))
+        doc = result_to_json(result)
+        if result.extra.get("recoverability"):
+            doc["recoverability"] = result.extra["recoverability"]
+        print(json.dumps(doc))
     else:
         print(render_summary(result))
+        if result.extra.get("recoverability"):
+            from kafkamc.checker.graph import recoverability_notes
+
+            for line in recoverability_notes(result):
+                print(line)
         if result.trace is not None:
             print()
             print(render_trace(result.trace, entities=getattr(load_spec_class(args.spec), "entities", None)))

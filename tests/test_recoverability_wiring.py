@@ -35,3 +35,21 @@ def test_check_r_on_a_bundled_spec(capsys):
     assert code == 0 and doc["result"] == "ok" and "controller-can-recover" in doc["invariants"]
     code = main(["check", "controller", "-r", "group-can-stabilise"])
     assert code == 2 and "unknown recoverability property" in capsys.readouterr().err
+
+
+def test_check_r_text_explains_and_json_carries_counts(capsys):
+    argv = ["check", "transactions", "-p", "version=tv1", "-p", "partitions=1", "-p", "producers=1",
+            "-p", "max_transactions=1", "-i", "atomicity", "-r", "lso-can-advance"]
+    code = main(argv)
+    out = capsys.readouterr().out
+    assert code == 1 and "lso-can-advance" in out and "stuck states" in out
+    code = main(argv + ["--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 1 and doc["violated"] == "lso-can-advance"
+    assert doc["recoverability"]["lso-can-advance"]["stuck_states"] > 0
+
+
+def test_check_r_refuses_options_it_cannot_honour(capsys):
+    code = main(["check", "controller", "-r", "controller-can-recover", "--max-depth", "3"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--max-depth does not apply with -r" in err
