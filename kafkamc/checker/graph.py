@@ -109,12 +109,7 @@ def _build(
     actions = [(a.name, a.fn) for a in spec.actions()]
     constraint = spec.constraint
     started = time.perf_counter()
-    try:
-        inits = spec.initial()
-    except Exception as exc:
-        raise SpecRaised(f"{type(spec).__name__}.init_states", None, exc) from exc
-    if not inits:
-        raise UsageError(f"spec {spec.name} has no initial states with parameters {p.as_dict()}")
+    inits = spec.initial()
     key, fpr = state_key_function(spec, inits[0], symmetry)
 
     g = nx.DiGraph(spec=spec.name, params=json.dumps(p.as_dict(), sort_keys=True),
