@@ -123,11 +123,13 @@ def _child(args: argparse.Namespace) -> None:
         sc.setLogLevel("ERROR")
         report["startup_seconds"] = time.perf_counter() - started
         last[0] = time.perf_counter()
-        pids = [os.getpid()] + _descendants(os.getpid())
-        cpu0 = sum(_cpu_seconds(pid) for pid in pids)
+        before = {pid: _cpu_seconds(pid) for pid in [os.getpid()] + _descendants(os.getpid())}
+        cpu0 = sum(before.values())
         result = explore_spark(spec, props, partitions=args.partitions, progress=progress)
         # Python workers started during the run count from zero.
-        report["cpu_seconds"] = sum(_cpu_seconds(pid) for pid in [os.getpid()] + _descendants(os.getpid())) - cpu0
+        after = {pid: _cpu_seconds(pid) for pid in [os.getpid()] + _descendants(os.getpid())}
+        report["cpu_seconds"] = sum(after.values()) - cpu0
+        report["jvm_cpu_seconds"] = sum(c - before.get(pid, 0.0) for pid, c in after.items() if _status(pid)[0] == "java")
         report["driver_peak_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         procs = [_status(pid) for pid in _descendants(os.getpid())]
         report["jvm_peak_kb"] = max((kb for name, kb in procs if name == "java"), default=0)
@@ -222,6 +224,8 @@ def main() -> None:
                   f"{rep['startup_seconds']:.1f} s (not in the total); levels 2..{rep['depth']} took {explore_s:.1f} s")
             print(f"  shipping the code {rep['ship_seconds']:.1f} s, first job (level 1's blocks, Python workers "
                   f"start) {rep['first_job_seconds']:.1f} s")
+            print(f"  CPU: {rep['cpu_seconds']:.1f} s in all, of which the JVM "
+                  f"{rep['jvm_cpu_seconds']:.1f} s")
             print(f"  fixed cost per level (fit): {fixed:.2f} s, marginal {slope * 1e6:.1f} us per successor;"
                   f" median of levels with < 200 new states: "
                   f"{statistics.median(small) if small else float('nan'):.2f} s")
