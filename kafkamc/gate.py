@@ -409,8 +409,9 @@ def _load_check(src: _Source, name: str, body: dict[str, Any], defaults: dict[st
         props = tuple(cls.default_properties())
     else:
         names = [inv] if isinstance(inv, str) else inv
-        if not names:
-            raise err("invariants is empty; omit it for the spec's defaults, or use \"all\"", "invariants")
+        if not names and not merged.get("recoverability"):
+            raise err("invariants is empty; omit it for the spec's defaults, or use \"all\" "
+                      "(an empty list is for checks of recoverability only)", "invariants")
         chosen: list[Property] = []
         for iname in names:
             if not isinstance(iname, str):
@@ -439,10 +440,10 @@ def _load_check(src: _Source, name: str, body: dict[str, Any], defaults: dict[st
             recs.append(rec)
     if recs:
         # The state graph is built by one process and bounded by max_states only (kafkamc check -r).
-        for key in ("max_depth", "deadlock"):
+        for key in ("max_depth", "deadlock", "workers"):
             if key in body:
-                raise err(f"{key} cannot be combined with recoverability (the state graph is bounded by "
-                          "max_states)", key)
+                raise err(f"{key} cannot be combined with recoverability (the state graph is built by one "
+                          "process and bounded by max_states only)", key)
             merged.pop(key, None)
         if merged.get("engine", "local") != "local":
             raise err("recoverability is checked on the state graph by the local engine only", "recoverability")

@@ -474,6 +474,7 @@ def test_recoverability_checks(tmp_path, capsys):
     config = write(tmp_path, f"""
     [checks.corner]
     spec = "{GRID}"
+    invariants = []
     recoverability = ["gate-can-reach-corner"]
     expect = "hold"
     distinct_states = 16
@@ -492,6 +493,8 @@ def test_recoverability_checks(tmp_path, capsys):
     assert "gate-can-go-home: good states 1, stuck states 15" in home_case.find("system-out").text
     corner, home = json.loads(out)["checks"]
     assert corner["recoverability"] == ["gate-can-reach-corner"] and corner["result"]["result"] == "ok"
+    assert corner["invariants"] == [] and corner["result"]["invariants"] == ["gate-can-reach-corner"]
+    assert home["invariants"] == ["gate-x-below-limit"]  # the spec's defaults beside the property
     assert home["result"]["violated"] == "gate-can-go-home" and len(home["result"]["trace"]) == 2
     assert home["result"]["recoverability"]["gate-can-go-home"]["stuck_states"] == 15
     # The same property expected to hold fails the gate.
