@@ -249,8 +249,10 @@ def test_cli_engine_spark(spark, capsys):
     args = ["check", "replication", "-p", "truncation=hw", "-p", "max_leader_epoch=1", "-i", "weak-isr", "--json"]
     assert main(args) == 1
     local = json.loads(capsys.readouterr().out)
-    assert main(args + ["--engine", "spark", "--partitions", "2"]) == 1
-    remote = json.loads(capsys.readouterr().out)
+    assert main(args + ["--engine", "spark", "--partitions", "2", "--progress"]) == 1
+    out, err = capsys.readouterr()
+    remote = json.loads(out)
+    assert [ln.split(":")[0] for ln in err.splitlines()] == [f"level {n}" for n in range(1, remote["depth"] + 1)]
     for out in (local, remote):
         out.pop("seconds")
     assert remote.pop("engine") == "spark" and local.pop("engine") == "local"
@@ -384,6 +386,8 @@ def test_standalone_cluster(tmp_path):
                               env=env, cwd=str(tmp_path), timeout=300)
         assert proc.returncode == 0, proc.stderr[-3000:] + cluster.tail()
         got = json.loads(proc.stdout.strip().splitlines()[-1])
+        # Spark's own logging is off; only the JVM's one-line notice about incubator modules remains.
+        assert [ln for ln in proc.stderr.splitlines() if ln.strip() and "incubator modules" not in ln] == []
     finally:
         cluster.stop()
     local = explore(Tiles(limit=5), Tiles.properties())
