@@ -275,6 +275,22 @@ def test_codec_round_trips_nested_states():
     assert codec.loads(codec.dumps(odd)) == odd
 
 
+def test_path_codes_compare_like_index_sequences():
+    import random
+
+    from kafkamc.checker.spark import MAX_INDEX, _split_last, _step, _unpath
+
+    edges = [0, 127, 128, 16511, 16512, 2113663, 2113664, MAX_INDEX]
+    rnd = random.Random(6)
+    for _ in range(3000):
+        n = rnd.randint(1, 5)
+        a, b = ([rnd.choice(edges) if rnd.random() < 0.3 else rnd.randint(0, 300) for _ in range(n)] for _ in "ab")
+        pa, pb = b"".join(map(_step, a)), b"".join(map(_step, b))
+        assert _unpath(pa) == a and (pa < pb) == (a < b) and (pa == pb) == (a == b)
+        assert _split_last(pa) == (b"".join(map(_step, a[:-1])), a[-1])
+    assert len(_step(5)) == 1 and len(_step(MAX_INDEX)) == 4
+
+
 # -- errors that need no Spark: subprocesses of the CLI ------------------------------------------
 
 

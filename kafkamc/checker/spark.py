@@ -4,7 +4,8 @@ Every distinct state is owned by the partition ``fingerprint mod P`` (the unsign
 the local engine's fingerprint, ``state_key_function``). Partition ``j`` of the one cached RDD of a
 level holds a single block: the sorted ``int64`` fingerprints of the states it owns (its part of
 the visited set, 8 bytes per state) and its part of the current frontier, each state with its
-path (initial-state index, then successor indices), packed into one byte string.
+path (initial-state index, then successor indices, 1 byte per index below 128), packed
+into one byte string.
 
 One Spark job per level, two stages:
 
@@ -216,18 +217,48 @@ class _Codec:
         return type(back) is type(state) and back == state and hash(back) == hash(state)
 
 
-# A path (initial-state index, then successor indices) travels as bytes, three big-endian bytes
-# per index: compact, and bytes compare like the index sequences (paths of a level have one length).
-_W = 3
-_IDX = tuple(i.to_bytes(_W, "big") for i in range(4096))
+# A path (initial-state index, then successor indices) travels as bytes: each index in an
+# order-preserving, prefix-free code of 1 to 4 bytes (1 byte below 128), so that paths of one
+# length compare as bytes exactly as their index sequences do.
+_CODE_BASES = (0, 0x80, 0x80 + 0x4000, 0x80 + 0x4000 + 0x200000, 0x80 + 0x4000 + 0x200000 + 0x10000000)
+_CODE_TAGS = (0x00, 0x8000, 0xC00000, 0xE0000000)
+MAX_INDEX = _CODE_BASES[4] - 1
+
+
+def _encode_index(i: int) -> bytes:
+    for n in range(4):
+        if i < _CODE_BASES[n + 1]:
+            return (_CODE_TAGS[n] | (i - _CODE_BASES[n])).to_bytes(n + 1, "big")
+    raise OverflowError(f"successor index {i} exceeds {MAX_INDEX}")
+
+
+_IDX = tuple(_encode_index(i) for i in range(4096))
 
 
 def _step(i: int) -> bytes:
-    return _IDX[i] if i < 4096 else i.to_bytes(_W, "big")
+    return _IDX[i] if i < 4096 else _encode_index(i)
+
+
+def _code_length(first: int) -> int:
+    return 1 if first < 0x80 else 2 if first < 0xC0 else 3 if first < 0xE0 else 4
 
 
 def _unpath(path: bytes) -> list[int]:
-    return [int.from_bytes(path[i:i + _W], "big") for i in range(0, len(path), _W)]
+    out, at = [], 0
+    while at < len(path):
+        n = _code_length(path[at])
+        out.append((int.from_bytes(path[at:at + n], "big") ^ _CODE_TAGS[n - 1]) + _CODE_BASES[n - 1])
+        at += n
+    return out
+
+
+def _split_last(path: bytes) -> tuple[bytes, int]:
+    """(the parent's path, the last index) of a path."""
+    at = last = 0
+    while at < len(path):
+        last = at
+        at += _code_length(path[at])
+    return path[:last], _unpath(path[last:])[0]
 
 
 def _ident(x: Any) -> Any:
@@ -798,8 +829,8 @@ def explore_spark(
             return result(INCOMPLETE, reason="max-states")
         seen.add(k)
         state["distinct"] = len(seen)
-        if i >= 1 << (8 * _W):
-            raise UsageError(f"spec {spec.name} has more than {(1 << (8 * _W)) - 1} initial states")
+        if i > MAX_INDEX:
+            raise UsageError(f"spec {spec.name} has more than {MAX_INDEX + 1} initial states")
         init_entries.append((k, _step(i), s))
         if bad is None:
             for name, fn in invs:
@@ -940,12 +971,12 @@ def _run(sc: Any, spec: Spec, props: Sequence[Property], invs: list, aprops: lis
             if cut_k is not None:
                 firsts = spark_job(nxt.mapPartitions(partial(_first_paths, job, cut_k + 1)).collect)
                 cut = sorted(pth for part in firsts for pth in part)[cut_k]
-                parent = cut[:-_W]
+                parent, last_index = _split_last(cut)
                 if expand_err is not None and expand_err[0] < parent:
                     _raise_expand_error(spec, invs, aprops, symmetry, expand_err)
                 _raise_invariant_error(spec, invs, xs, ms, cut)
                 partial_gen = sum(spark_job(blocks.mapPartitions(partial(_count_before, job, parent)).collect))
-                state["generated"] += partial_gen + int.from_bytes(cut[-_W:], "big") + 1
+                state["generated"] += partial_gen + last_index + 1
                 state["distinct"] += cut_k
                 _finish(extra, sources, executor_rss)
                 return result(INCOMPLETE, reason=reason)
