@@ -344,7 +344,8 @@ class Cluster:
         env = dict(os.environ, SPARK_HOME=self.home, SPARK_LOCAL_IP="127.0.0.1", SPARK_SCALA_VERSION=scala_version,
                    SPARK_WORKER_DIR=os.path.join(self.workdir, "work"), SPARK_LOG_DIR=self.workdir)
         jars = os.path.join(self.home, "jars", "*")
-        self.procs.append(subprocess.Popen(["java", "-Xmx512m", "-cp", jars, *args], stdout=log,
+        java = os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else "java"
+        self.procs.append(subprocess.Popen([java, "-Xmx512m", "-cp", jars, *args], stdout=log,
                                            stderr=subprocess.STDOUT, env=env, cwd=self.workdir))
 
     def start(self, timeout=150):
