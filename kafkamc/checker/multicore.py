@@ -15,6 +15,7 @@ enough to pay for them; small models never leave the parent process.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import pickle
@@ -24,7 +25,7 @@ from array import array
 from typing import Any, Callable, Sequence
 
 from kafkamc.checker.fingerprint import Fingerprinter
-from kafkamc.checker.local import Progress, _classify, _path, explore, state_key_function
+from kafkamc.checker.local import Progress, _classify, _path, explore, gc_paused, state_key_function
 from kafkamc.checker.result import DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult, LevelStats
 from kafkamc.counterexamples.trace import replay
 from kafkamc.errors import SpecRaised, UsageError
@@ -150,6 +151,7 @@ def _serve(conn: Any, segment: _Segment) -> None:
     # Ctrl-C reaches the whole process group; only the parent decides what it means (incomplete,
     # with the statistics so far), then stops the workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    gc.disable()  # see local.gc_paused; a worker lives only for one exploration
     try:
         while True:
             msg = conn.recv()
@@ -262,6 +264,24 @@ def explore_multicore(
     if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         return explore(spec, properties, max_depth=max_depth, max_states=max_states, symmetry=symmetry,
                        deadlock=deadlock, progress=progress)
+    with gc_paused():
+        return _explore_multicore(spec, properties, workers=workers, max_depth=max_depth, max_states=max_states,
+                                  symmetry=symmetry, deadlock=deadlock, progress=progress,
+                                  fork_threshold=fork_threshold)
+
+
+def _explore_multicore(
+    spec: Spec,
+    properties: Sequence[Property] | None,
+    *,
+    workers: int,
+    max_depth: int | None,
+    max_states: int | None,
+    symmetry: bool,
+    deadlock: bool,
+    progress: Progress | None,
+    fork_threshold: int,
+) -> CheckResult:
     props = tuple(spec.default_properties() if properties is None else properties)
     p = spec.p
     started = time.perf_counter()
