@@ -109,6 +109,12 @@ class Hostile(Spec):
 GRID = f"{HERE}:Grid"
 
 
+@pytest.fixture(autouse=True)
+def _restore_sys_path(monkeypatch):
+    # The gate appends each config file's directory to sys.path; keep that inside each test.
+    monkeypatch.setattr(sys, "path", list(sys.path))
+
+
 def write(tmp_path, text, name="kafkamc.toml"):
     path = tmp_path / name
     path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
@@ -311,7 +317,6 @@ def test_no_config_is_exit_2(tmp_path, capsys, monkeypatch):
 
 
 def test_spec_module_next_to_the_config(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(sys, "path", list(sys.path))
     (tmp_path / "gate_local_spec.py").write_text(
         f"from {HERE} import Grid\n\nclass Small(Grid):\n    name = 'gate-small'\n", encoding="utf-8"
     )
