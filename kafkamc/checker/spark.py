@@ -145,8 +145,6 @@ def _converter(tp: Any, seen: set) -> tuple[Callable, Callable] | None:
             setters = [partial(_set_attr, n) for n in fields]
         convs = [_converter(hints.get(n, Any), seen) for n in fields]
         get = operator.attrgetter(*fields) if len(fields) > 1 else (lambda v, n=fields[0]: (getattr(v, n),))
-        new = object.__new__
-
         encs = [c[0] if c else None for c in convs]
         decs = [c[1] if c else None for c in convs]
         return (get if all(f is None for f in encs) else _tuple_map(encs, get)), _dataclass_decoder(tp, setters, decs)
@@ -796,12 +794,7 @@ def explore_spark(
     extra: dict[str, Any] = {"levels": []}
 
     # Level 1 on the driver, exactly as the local engine does it.
-    try:
-        inits = spec.initial()
-    except Exception as exc:
-        raise SpecRaised(f"{type(spec).__name__}.init_states", None, exc) from exc
-    if not inits:
-        raise UsageError(f"spec {spec.name} has no initial states with parameters {p.as_dict()}")
+    inits = spec.initial()
     key, fpr = state_key_function(spec, inits[0], symmetry)
 
     state = {"distinct": 0, "generated": len(inits), "depth": 1}
