@@ -101,12 +101,17 @@ def _child(args: argparse.Namespace) -> None:
 
     report: dict = {"engine": args.child}
     if args.child == "local":
-        from kafkamc.checker.local import explore
+        from kafkamc.checker.multicore import explore_multicore
 
         cpu0 = _cpu_seconds(os.getpid())
-        result = explore(spec, props, progress=progress)
+        kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        # The local engine as `kafkamc check` runs it: on --workers processes (default: every core).
+        result = explore_multicore(spec, props, workers=args.workers, progress=progress)
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
         report["driver_peak_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        report["cpu_seconds"] = _cpu_seconds(os.getpid()) - cpu0
+        report["worker_peak_kb"] = kids.ru_maxrss
+        report["cpu_seconds"] = (_cpu_seconds(os.getpid()) - cpu0 + kids.ru_utime + kids.ru_stime
+                                 - kids0.ru_utime - kids0.ru_stime)
     else:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         from pyspark import SparkConf, SparkContext
@@ -177,6 +182,8 @@ def main() -> None:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--partitions", type=int, default=None)
     parser.add_argument("--driver-memory", default=None, help="spark.driver.memory (the local-mode executor too)")
+    parser.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)),
+                        help="processes of the local engine (default: every core, as kafkamc check does)")
     parser.add_argument("--child", choices=("local", "spark"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.config:
@@ -194,7 +201,7 @@ def main() -> None:
     reports: dict[str, list[dict]] = {}
     for engine in args.engines.split(","):
         cmd = [sys.executable, os.path.abspath(__file__), "--spec", args.spec, "--child", engine,
-               "--master", args.master]
+               "--master", args.master, "--workers", str(args.workers)]
         for prm in args.param:
             cmd += ["-p", prm]
         for inv in args.invariant:
