@@ -177,20 +177,26 @@ def test_readme_spec_example_runs_as_written(tmp_path, capsys, monkeypatch):
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_ctrl_c_reports_incomplete_with_stats(workers):
     import signal
-    import time
 
     proc = subprocess.Popen(
         [sys.executable, "-m", "kafkamc", "check", "replication", "-p", "replicas=3", "-p", "truncation=kip320",
-         "--workers", workers, "--json"],
+         "--workers", workers, "--json", "--progress"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
-    time.sleep(4)
+    # Interrupt mid-search, not during start-up: wait for a progress line of a level that the
+    # two-worker engine expands with forked workers (more than 2,000 states).
+    lines = []
+    for line in proc.stderr:
+        lines.append(line)
+        if line.startswith("level 12:"):
+            break
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    out, err = proc.communicate(timeout=120)
+    err = "".join(lines) + err
     assert proc.returncode == 4, err
     doc = json.loads(out)
     assert doc["result"] == "incomplete" and doc["reason"] == "interrupted"
-    assert doc["distinct_states"] > 0 and "Traceback" not in err
+    assert doc["distinct_states"] > 2000 and "Traceback" not in err
 
 
 def test_user_spec_trace_replays_without_spec_option(tmp_path, capsys):
