@@ -37,14 +37,24 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see '{self.prog} --help')")
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer; allowed: a positive integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is not allowed; allowed: a positive integer")
-    return value
+def int_at_least(minimum: int) -> Any:
+    """An argparse type: an integer >= ``minimum``, with the allowed range in the error."""
+    allowed = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer; allowed: {allowed}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} is not allowed; allowed: {allowed}")
+        return value
+
+    parse.__name__ = "positive integer" if minimum == 1 else f"integer >= {minimum}"
+    return parse
+
+
+_positive = int_at_least(1)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from kafkamc.checker.result import VIOLATION, CheckResult
+from kafkamc.cli import int_at_least
 from kafkamc.counterexamples.render import render_trace, result_to_json
 from kafkamc.errors import UsageError
 from kafkamc.spec.registry import build_spec, select_properties
@@ -22,24 +23,8 @@ __all__ = ["register", "render_simulation", "simulation_to_json"]
 EXIT_OK, EXIT_VIOLATION, EXIT_INCOMPLETE = 0, 1, 4
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer; allowed: a positive integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is not allowed; allowed: a positive integer")
-    return value
-
-
-def _nonnegative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer; allowed: an integer >= 0") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} is not allowed; allowed: an integer >= 0")
-    return value
+_positive = int_at_least(1)
+_nonnegative = int_at_least(0)
 
 
 def _seconds(text: str) -> float:
