@@ -198,11 +198,13 @@ def _explore(
                 if constraint is not None and not constraint(p, s):
                     continue
                 sid = level_start + pos
+                # Read once per state, not per successor: check() itself stops at its quota.
+                validating = fpr.validating
                 i = 0
                 try:
                     for aname, fn in actions:
                         for label, t in fn(p, s):
-                            if fpr.validating:
+                            if validating:
                                 # Before the seen-test: a colliding value would never look new.
                                 fpr.check(t)
                             k = key(t)

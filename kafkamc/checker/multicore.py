@@ -76,11 +76,12 @@ class _Segment:
         for pos, s in enumerate(self.frontier):
             if constraint is not None and not constraint(p, s):
                 continue
+            validating = fpr.validating  # once per state; check() stops at its own quota
             i = 0
             try:
                 for aname, fn in self.actions:
                     for label, t in fn(p, s):
-                        if fpr.validating:
+                        if validating:
                             fpr.check(t)
                         k = key(t)
                         if aprops and aprop_found is None:
