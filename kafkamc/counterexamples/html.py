@@ -897,6 +897,18 @@ _SCRIPT = r"""
     return m ? Number(m[1]) - 1 : null;
   }
   window.addEventListener("hashchange", function () { var n = fromHash(); if (n !== null && n !== current) select(n, false); });
+  // A step link selects at once (hashchange fires later); the URL still gets the step's fragment.
+  document.addEventListener("click", function (ev) {
+    var t = ev.target;
+    while (t && t.nodeName !== "A") t = t.parentNode;
+    if (!t || ev.button !== 0 || ev.ctrlKey || ev.metaKey || ev.shiftKey) return;
+    var m = /^#step-(\d+)$/.exec(t.getAttribute("href") || "");
+    if (!m) return;
+    var n = Number(m[1]) - 1;
+    if (n < 0 || n >= N) return;
+    ev.preventDefault();
+    select(n, true);
+  });
   document.addEventListener("keydown", function (ev) {
     var t = ev.target, tag = t && t.tagName;
     if (tag === "INPUT" || tag === "SELECT" || tag === "TEXTAREA" || ev.altKey || ev.ctrlKey || ev.metaKey) return;
