@@ -30,7 +30,7 @@ from kafkamc.errors import SpecRaised, UsageError
 from kafkamc.invariants.api import Property
 from kafkamc.spec.api import Spec, format_label
 
-__all__ = ["explore", "state_key_function", "gc_paused"]
+__all__ = ["explore", "state_key_function", "gc_paused", "first_violation"]
 
 Progress = Callable[[LevelStats], None]
 
@@ -58,6 +58,17 @@ def state_key_function(spec: Spec, sample: Any, symmetry: bool) -> tuple[Callabl
     if sym is None:
         return (lambda s: hash(canonical(view(p, s)))), fpr
     return (lambda s: hash(canonical(view(p, sym(p, s))))), fpr
+
+
+def first_violation(p: Any, state: Any, invs: Sequence[tuple[str, Callable[..., bool]]]) -> str | None:
+    """The first invariant (name, fn) that ``state`` violates; one that raises is reported as such."""
+    for name, fn in invs:
+        try:
+            if not fn(p, state):
+                return name
+        except Exception as exc:
+            raise SpecRaised(f"invariant {name}", state, exc) from exc
+    return None
 
 
 def _culprit(spec: Spec, state: Any, exc: BaseException) -> SpecRaised:
@@ -157,15 +168,6 @@ def _explore(
             seconds=time.perf_counter() - started, trace=trace, reason=reason, symmetry=symmetry,
         )
 
-    def first_violation(state: Any) -> str | None:
-        for name, fn in invs:
-            try:
-                if not fn(p, state):
-                    return name
-            except Exception as exc:
-                raise SpecRaised(f"invariant {name}", state, exc) from exc
-        return None
-
     for i, s in enumerate(inits):
         fpr.check(s)
         k = key(s)
@@ -179,7 +181,7 @@ def _explore(
         sidx.append(i)
         frontier.append(s)
         if violated is None:
-            bad = first_violation(s)
+            bad = first_violation(p, s, invs)
             if bad is not None:
                 violated, bad_path = bad, _path(parent, sidx, len(parent) - 1)
     if progress:

@@ -25,7 +25,9 @@ from array import array
 from typing import Any, Callable, Sequence
 
 from kafkamc.checker.fingerprint import Fingerprinter
-from kafkamc.checker.local import Progress, _classify, _path, explore, gc_paused, state_key_function
+from kafkamc.checker.local import (
+    Progress, _classify, _path, explore, first_violation, gc_paused, state_key_function,
+)
 from kafkamc.checker.result import DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult, LevelStats
 from kafkamc.counterexamples.trace import replay
 from kafkamc.errors import SpecRaised, UsageError
@@ -119,16 +121,11 @@ class _Segment:
         self.cand = []
         p = self.p
         found = None  # (position in nxt, name)
+        invs = self.invs
         for pos, t in enumerate(nxt):
-            for name, ifn in self.invs:
-                try:
-                    ok = ifn(p, t)
-                except Exception as exc:
-                    raise SpecRaised(f"invariant {name}", t, exc) from exc
-                if not ok:
-                    found = (pos, name)
-                    break
-            if found is not None:
+            name = first_violation(p, t, invs)
+            if name is not None:
+                found = (pos, name)
                 break
         self.frontier = nxt
         return len(nxt), found
@@ -312,14 +309,9 @@ def _explore_multicore(
         sidx.append(i)
         frontier.append(s)
         if violated is None:
-            for name, fn in invs:
-                try:
-                    ok = fn(p, s)
-                except Exception as exc:
-                    raise SpecRaised(f"invariant {name}", s, exc) from exc
-                if not ok:
-                    violated, bad_path = name, _path(parent, sidx, len(parent) - 1)
-                    break
+            violated = first_violation(p, s, invs)
+            if violated is not None:
+                bad_path = _path(parent, sidx, len(parent) - 1)
 
     def result(kind: str) -> CheckResult:
         return CheckResult(

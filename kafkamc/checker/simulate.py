@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from kafkamc.checker.local import first_violation, state_key_function
 from kafkamc.checker.result import DEADLOCK, VIOLATION, CheckResult
 from kafkamc.counterexamples.trace import replay
 from kafkamc.errors import EngineError, SpecRaised, UsageError
@@ -126,8 +127,6 @@ def simulate(
         seed = random.SystemRandom().randrange(2**32)
 
     inits = spec.initial()
-    from kafkamc.checker.local import state_key_function
-
     key, fpr = state_key_function(spec, inits[0], False)
 
     stats = SimulationStats(coverage={name: 0 for name in action_names})
@@ -138,14 +137,7 @@ def simulate(
     shrink_walks = [0]
 
     def check_state(state: Any) -> str | None:
-        for name, fn in invs:
-            try:
-                ok = fn(p, state)
-            except Exception as exc:
-                raise SpecRaised(f"invariant {name}", state, exc) from exc
-            if not ok:
-                return name
-        return None
+        return first_violation(p, state, invs)
 
     def successors(state: Any) -> list[tuple[str, Any, Any]]:
         out = []
@@ -357,13 +349,6 @@ def shortcut(spec: Spec, path: Sequence[int], aprops: Sequence[tuple[str, Any]] 
     return path
 
 
-def _first_violation(p: Any, s: Any, invs: Sequence[tuple[str, Any]]) -> str | None:
-    for name, fn in invs:
-        if not fn(p, s):
-            return name
-    return None
-
-
 def tighten(
     spec: Spec, path: Sequence[int], violated: str,
     invs: Sequence[tuple[str, Any]], aprops: Sequence[tuple[str, Any]],
@@ -386,7 +371,7 @@ def tighten(
     def run(labels: list[str]) -> list[int] | None:
         s = inits[start]
         out = [start]
-        if _first_violation(p, s, invs) is not None:
+        if first_violation(p, s, invs) is not None:
             return None
         for lab in labels:
             if constraint is not None and not constraint(p, s):
@@ -403,7 +388,7 @@ def tighten(
             out.append(k)
             broken = next((name for name, fn in aprops if not fn(p, s, flabel, t)), None)
             if broken is None:
-                broken = _first_violation(p, t, invs)
+                broken = first_violation(p, t, invs)
             if broken is not None:
                 return out if broken == violated else None
             s = t

@@ -63,7 +63,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from kafkamc.checker.fingerprint import Fingerprinter, _validate_stable
-from kafkamc.checker.local import _classify, state_key_function
+from kafkamc.checker.local import _classify, first_violation, state_key_function
 from kafkamc.checker.result import (
     DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult, LevelStats,
 )
@@ -826,14 +826,9 @@ def explore_spark(
             raise UsageError(f"spec {spec.name} has more than {MAX_INDEX + 1} initial states")
         init_entries.append((k, _step(i), s))
         if bad is None:
-            for name, fn in invs:
-                try:
-                    ok = fn(p, s)
-                except Exception as exc:
-                    raise SpecRaised(f"invariant {name}", s, exc) from exc
-                if not ok:
-                    bad = (name, [i])
-                    break
+            name = first_violation(p, s, invs)
+            if name is not None:
+                bad = (name, [i])
     if progress:
         progress(LevelStats(1, len(seen), state["generated"], len(init_entries), time.perf_counter() - started))
     if bad is not None:

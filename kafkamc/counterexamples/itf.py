@@ -30,7 +30,7 @@ from typing import Any
 
 from kafkamc import __version__
 from kafkamc.checker.result import CheckResult
-from kafkamc.counterexamples.render import SCHEMA, result_to_json
+from kafkamc.counterexamples.render import SCHEMA, json_sort_key, result_to_json
 from kafkamc.errors import UsageError
 
 __all__ = [
@@ -62,10 +62,10 @@ def value_to_itf(value: Any) -> Any:
         return [value_to_itf(v) for v in value]
     if isinstance(value, (frozenset, set)):
         # The order kafkamc's JSON trace lists the members in, so both files read the same.
-        pairs = sorted(((_json_of(v), value_to_itf(v)) for v in value), key=lambda kv: _sort_key(kv[0]))
+        pairs = sorted(((_json_of(v), value_to_itf(v)) for v in value), key=lambda kv: json_sort_key(kv[0]))
         return {"#set": [itf for _, itf in pairs]}
     if isinstance(value, dict):
-        items = sorted(value.items(), key=lambda kv: _sort_key(_json_of(kv[0])))
+        items = sorted(value.items(), key=lambda kv: json_sort_key(_json_of(kv[0])))
         return {"#map": [[value_to_itf(k), value_to_itf(v)] for k, v in items]}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: value_to_itf(getattr(value, f.name)) for f in dataclasses.fields(value)}
@@ -147,17 +147,6 @@ def _json_of(value: Any) -> Any:
     return itf_to_json_value(value_to_itf(value))
 
 
-def _sort_key(item: Any) -> tuple[int, Any]:
-    # The same order as kafkamc.counterexamples.render's frozenset rendering.
-    if isinstance(item, bool):
-        return (0, int(item))
-    if isinstance(item, int):
-        return (1, item)
-    if isinstance(item, str):
-        return (2, item)
-    return (3, json.dumps(item, sort_keys=True))
-
-
 # -- reading ---------------------------------------------------------------------------------
 
 
@@ -200,14 +189,14 @@ def itf_to_json_value(value: Any) -> Any:
         if not isinstance(inner, list):
             raise _Malformed(f"{tag} must hold a list, not {inner!r}")
         items = [itf_to_json_value(v) for v in inner]
-        return sorted(items, key=_sort_key) if tag == "#set" else items
+        return sorted(items, key=json_sort_key) if tag == "#set" else items
     if tag == "#map":
         if not isinstance(inner, list) or not all(isinstance(kv, list) and len(kv) == 2 for kv in inner):
             raise _Malformed("#map must hold a list of [key, value] pairs")
         pairs = [(itf_to_json_value(k), itf_to_json_value(v)) for k, v in inner]
         if all(isinstance(k, str) for k, _ in pairs):
             return {k: v for k, v in pairs}
-        return [[k, v] for k, v in sorted(pairs, key=lambda kv: _sort_key(kv[0]))]
+        return [[k, v] for k, v in sorted(pairs, key=lambda kv: json_sort_key(kv[0]))]
     if tag == "#unserializable":
         return str(inner)
     raise _Malformed(f"an unknown ITF encoding {tag!r}")

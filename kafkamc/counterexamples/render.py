@@ -11,7 +11,7 @@ from kafkamc.checker.result import CheckResult
 from kafkamc.counterexamples.trace import Trace
 
 __all__ = [
-    "SCHEMA", "state_to_json", "trace_to_json", "result_to_json", "flatten", "show_value",
+    "SCHEMA", "json_sort_key", "state_to_json", "trace_to_json", "result_to_json", "flatten", "show_value",
     "render_trace", "render_summary", "describe_change", "entity_names",
 ]
 
@@ -30,13 +30,14 @@ def state_to_json(value: Any) -> Any:
         return [state_to_json(v) for v in value]
     if isinstance(value, frozenset):
         items = [state_to_json(v) for v in value]
-        return sorted(items, key=_sort_key)
+        return sorted(items, key=json_sort_key)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: state_to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
     return repr(value)
 
 
-def _sort_key(item: Any) -> tuple[int, Any]:
+def json_sort_key(item: Any) -> tuple[int, Any]:
+    """The order of a set's members once in JSON form (JSON traces, ITF and the renderers share it)."""
     if isinstance(item, bool):
         return (0, int(item))
     if isinstance(item, int):
@@ -88,7 +89,7 @@ def show_value(value: Any) -> str:
         inner = ", ".join(show_value(v) for v in value)
         return f"({inner},)" if len(value) == 1 else f"({inner})"
     if isinstance(value, frozenset):
-        items = sorted(value, key=lambda v: _sort_key(state_to_json(v)))
+        items = sorted(value, key=lambda v: json_sort_key(state_to_json(v)))
         return "{" + ", ".join(show_value(v) for v in items) + "}"
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         fields = ", ".join(f"{f.name}={show_value(getattr(value, f.name))}" for f in dataclasses.fields(value))
