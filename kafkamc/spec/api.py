@@ -288,9 +288,6 @@ class Spec:
             for label, nxt in act.fn(p, state):
                 yield act, label, nxt
 
-    def parameter_table(self) -> Sequence[Param]:
-        return self.parameters
-
 
 def _rebuild(cls: type[Spec], values: dict[str, Value]) -> Spec:
     return cls(**values)
