@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence
+from typing import Any, Callable, ClassVar, Iterable, Iterator
 
 from kafkamc.errors import SpecRaised, UsageError
 from kafkamc.invariants.api import Property, property_of
