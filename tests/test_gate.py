@@ -16,7 +16,7 @@ import pytest
 from kafkamc import Param, Spec, action, invariant
 from kafkamc.invariants.api import recoverable
 from kafkamc.cli import main
-from kafkamc.gate import load_config
+from kafkamc.cli.gate import load_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HERE = __name__  # toy specs below are referenced as "<this module>:Class"
@@ -439,8 +439,8 @@ def test_spark_engine_gets_the_check_settings(tmp_path, capsys, monkeypatch):
 
 
 def test_ctrl_c_fails_the_gate_and_skips_the_rest(tmp_path, capsys, monkeypatch):
-    import kafkamc.gate as gate_module
-    from kafkamc.checker.result import CheckResult
+    import kafkamc.cli.gate as gate_module
+    from kafkamc.result import CheckResult
 
     def interrupted(check):
         return CheckResult(spec=check.spec.name, params=check.spec.p.as_dict(), engine="local", result="incomplete",

@@ -14,7 +14,7 @@ import pytest
 
 from kafkamc.checker.local import explore
 from kafkamc.cli import main
-from kafkamc.counterexamples.cli import flatten_json, render_document
+from kafkamc.cli.trace import flatten_json, render_document
 from kafkamc.counterexamples.html import infer_entities, lanes_of, page_data, render_html, write_html
 from kafkamc.counterexamples.itf import (
     itf_to_document, load_trace_file, result_to_itf, write_itf,
@@ -118,7 +118,7 @@ def toy_result():
 
 @pytest.fixture(scope="module")
 def toy_files(toy_result, tmp_path_factory):
-    from kafkamc.cli import write_trace_file
+    from kafkamc.cli.output import write_trace_file
 
     out = tmp_path_factory.mktemp("out")
     return write_trace_file(toy_result, str(out)), write_itf(toy_result, str(out))
@@ -336,7 +336,7 @@ def test_replay_reports_a_trace_that_no_longer_reproduces(toy_result, tmp_path, 
 
 
 def test_replay_of_a_deadlock_and_of_an_action_property(tmp_path, capsys):
-    from kafkamc.cli import write_trace_file
+    from kafkamc.cli.output import write_trace_file
 
     dead = explore(Brokers(elect=False), deadlock=True)
     assert dead.violated == "deadlock" and [s.action for s in dead.trace.steps] == [None, "Shrink(b1)"]

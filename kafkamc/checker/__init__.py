@@ -1,6 +1,6 @@
 """Fingerprinting and the exploration engines."""
 
 from kafkamc.checker.local import explore
-from kafkamc.checker.result import CheckResult, LevelStats
+from kafkamc.result import CheckResult, LevelStats
 
 __all__ = ["explore", "CheckResult", "LevelStats"]

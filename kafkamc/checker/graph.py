@@ -33,7 +33,7 @@ from typing import Any, Callable, Sequence
 
 import networkx as nx
 
-from kafkamc.checker.result import INCOMPLETE, OK, VIOLATION, CheckResult, LevelStats
+from kafkamc.result import INCOMPLETE, OK, VIOLATION, CheckResult, LevelStats
 from kafkamc.counterexamples.render import show_value, state_to_json
 from kafkamc.counterexamples.trace import replay
 from kafkamc.errors import KafkamcError, SpecRaised, UsageError

@@ -22,7 +22,7 @@ from array import array
 from typing import Any, Callable, Iterator, Sequence
 
 from kafkamc.checker.fingerprint import Fingerprinter, canonical
-from kafkamc.checker.result import (
+from kafkamc.result import (
     DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult, LevelStats,
 )
 from kafkamc.counterexamples.trace import replay

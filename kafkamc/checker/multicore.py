@@ -28,7 +28,7 @@ from kafkamc.checker.fingerprint import Fingerprinter
 from kafkamc.checker.local import (
     Progress, _classify, _path, explore, first_violation, gc_paused, state_key_function,
 )
-from kafkamc.checker.result import DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult, LevelStats
+from kafkamc.result import DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult, LevelStats
 from kafkamc.counterexamples.trace import replay
 from kafkamc.errors import SpecRaised, UsageError
 from kafkamc.invariants.api import Property

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from kafkamc.checker.local import first_violation, state_key_function
-from kafkamc.checker.result import DEADLOCK, VIOLATION, CheckResult
+from kafkamc.result import DEADLOCK, VIOLATION, CheckResult
 from kafkamc.counterexamples.trace import replay
 from kafkamc.errors import EngineError, SpecRaised, UsageError
 from kafkamc.invariants.api import Property

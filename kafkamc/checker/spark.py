@@ -64,7 +64,7 @@ import numpy as np
 
 from kafkamc.checker.fingerprint import Fingerprinter, _validate_stable
 from kafkamc.checker.local import _classify, first_violation, state_key_function
-from kafkamc.checker.result import (
+from kafkamc.result import (
     DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult, LevelStats,
 )
 from kafkamc.counterexamples.trace import ReplayError, replay
@@ -1102,9 +1102,3 @@ def _raise_invalid(spec: Spec, invalid: tuple) -> None:
     except ReplayError:
         pass
     raise UsageError(message)
-
-
-if __name__ == "__main__":  # spark-submit .../kafkamc/checker/spark.py check SPEC --engine spark ...
-    from kafkamc.cli import main_entry
-
-    main_entry()

@@ -29,7 +29,7 @@ import os
 from typing import Any
 
 from kafkamc import __version__
-from kafkamc.checker.result import CheckResult
+from kafkamc.result import CheckResult
 from kafkamc.counterexamples.render import SCHEMA, json_sort_key, result_to_json
 from kafkamc.errors import UsageError
 

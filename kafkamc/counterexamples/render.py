@@ -7,7 +7,7 @@ import enum
 import json
 from typing import Any
 
-from kafkamc.checker.result import CheckResult
+from kafkamc.result import CheckResult
 from kafkamc.counterexamples.trace import Trace
 
 __all__ = [

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Sequence
 
-from kafkamc.checker.result import DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult
+from kafkamc.result import DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult
 from kafkamc.counterexamples.render import render_summary, render_trace, result_to_json
 from kafkamc.errors import EngineError, KafkamcError, UsageError
 from kafkamc.invariants.api import Property
@@ -627,7 +627,7 @@ def write_counterexamples(outcome: Outcome, out_dir: str) -> list[str]:
     result = outcome.result
     if result is None or result.trace is None or result.violated is None:
         return []
-    from kafkamc.cli import write_trace_file
+    from kafkamc.cli.output import write_trace_file
 
     where = os.path.join(out_dir, outcome.check.name)
     files = []

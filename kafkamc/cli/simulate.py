@@ -1,8 +1,7 @@
-"""``kafkamc simulate`` (random walks, shrunk counterexamples) and ``kafkamc graph`` (the state graph).
+"""``kafkamc simulate``: random walks through a spec, a violation shrunk to a short trace.
 
-Exit codes as for ``check``: 0 no violation (for ``simulate``: none found, which is not a proof),
-1 a violation, 2 bad invocation, 3 the spec raised, 4 the graph is over its size limit (nothing
-is written).
+Exit codes as for ``check``: 0 no violation found (which is not a proof), 1 a violation,
+2 bad invocation, 3 the spec raised.
 """
 
 from __future__ import annotations
@@ -12,29 +11,19 @@ import json
 import sys
 from typing import Any
 
-from kafkamc.checker.result import VIOLATION, CheckResult
-from kafkamc.cli import int_at_least
+from kafkamc.result import VIOLATION, CheckResult
+from kafkamc.cli.args import int_at_least, seconds
+from kafkamc.cli.output import write_counterexample
 from kafkamc.counterexamples.render import render_trace, result_to_json
-from kafkamc.errors import UsageError
 from kafkamc.spec.registry import build_spec, select_properties
 
 __all__ = ["register", "render_simulation", "simulation_to_json"]
 
-EXIT_OK, EXIT_VIOLATION, EXIT_INCOMPLETE = 0, 1, 4
+EXIT_OK, EXIT_VIOLATION = 0, 1
 
 
 _positive = int_at_least(1)
 _nonnegative = int_at_least(0)
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number; allowed: seconds > 0") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text} is not allowed; allowed: seconds > 0")
-    return value
 
 
 def register(subparsers: Any) -> None:
@@ -57,7 +46,7 @@ def register(subparsers: Any) -> None:
     sim.add_argument("--seed", type=_nonnegative, default=None, metavar="S",
                      help="random seed: the same seed gives the same walks and the same shrunk trace "
                      "(default: a fresh seed, printed)")
-    sim.add_argument("--time", type=_seconds, default=None, metavar="SECONDS",
+    sim.add_argument("--time", type=seconds, default=None, metavar="SECONDS",
                      help="stop walking after this many seconds (shrinking a found violation still completes)")
     sim.add_argument("--database", default=DEFAULT_DATABASE, metavar="DIR",
                      help=f"hypothesis example database: a violation found is replayed first next time "
@@ -71,24 +60,6 @@ def register(subparsers: Any) -> None:
     sim.add_argument("--html", nargs="?", const="", default=None, metavar="FILE",
                      help="on a violation, write the HTML trace viewer (default DIR or ./<spec>-<invariant>.html)")
     sim.set_defaults(run=_cmd_simulate)
-
-    gr = subparsers.add_parser(
-        "graph",
-        help="write the reachable state graph of a small model (GraphML, DOT or JSON by extension)",
-    )
-    gr.add_argument("spec", help="a bundled spec name (see 'kafkamc list') or module:Class")
-    gr.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
-                    help="set a spec parameter (repeatable)")
-    gr.add_argument("-i", "--invariant", action="append", default=[], metavar="NAME",
-                    help="record this invariant on every node (repeatable; 'all' for every one)")
-    gr.add_argument("-r", "--recoverability", action="append", default=[], metavar="NAME",
-                    help="mark good:NAME and stuck:NAME on every node for this recoverability property (repeatable)")
-    gr.add_argument("--out", required=True, metavar="FILE", help="FILE.graphml, FILE.dot (or .gv) or FILE.json")
-    gr.add_argument("--max-states", type=_positive, default=None, metavar="N",
-                    help="refuse above N states (default: the limit of 100,000 states)")
-    gr.add_argument("--symmetry", action="store_true", help="one node per symmetry class (the spec's hook)")
-    gr.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
-    gr.set_defaults(run=_cmd_graph)
 
 
 # -- simulate ----------------------------------------------------------------------------------
@@ -151,7 +122,6 @@ def _param(value: Any) -> str:
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
     from kafkamc.checker.simulate import simulate
-    from kafkamc.cli import write_counterexample
 
     spec = build_spec(args.spec, args.param)
     props = select_properties(type(spec), args.invariant)
@@ -170,49 +140,3 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         for path in written:
             print(f"counterexample written to {path}")
     return EXIT_VIOLATION if result.result == VIOLATION else EXIT_OK
-
-
-# -- graph -------------------------------------------------------------------------------------
-
-
-def _cmd_graph(args: argparse.Namespace) -> int:
-    from kafkamc.checker.graph import GraphTooLarge, build_graph, mark_recoverability, write_graph
-    from kafkamc.cli import _print_progress
-
-    spec = build_spec(args.spec, args.param)
-    props = select_properties(type(spec), args.invariant)
-    recs = [type(spec).recoverability_named(n) for n in args.recoverability]
-    if not args.out.lower().endswith((".graphml", ".dot", ".gv", ".json")):
-        raise UsageError(f"--out {args.out!r}: unknown graph format; allowed: .graphml, .dot, .gv, .json")
-    show_progress = sys.stderr.isatty() and not args.json
-    try:
-        g = build_graph(spec, props, max_states=args.max_states, symmetry=args.symmetry,
-                        progress=_print_progress if show_progress else None)
-    except GraphTooLarge as exc:
-        print(f"kafkamc graph: {exc}", file=sys.stderr)
-        return EXIT_INCOMPLETE
-    recoverability = mark_recoverability(spec, g, recs)
-    write_graph(g, args.out)
-    names = [pr.name for pr in props if pr.kind == "invariant"]
-    failing = {n: sum(1 for _, d in g.nodes(data=True) if d.get(n) is False) for n in names}
-    summary = {
-        "schema": 1, "spec": spec.name, "params": spec.p.as_dict(), "file": args.out,
-        "states": g.number_of_nodes(), "edges": g.number_of_edges(), "depth": g.graph["depth"],
-        "deadlocks": g.graph["deadlocks"], "stuttering_steps": g.graph["stuttering_steps"],
-        "states_violating": failing,
-    }
-    if recoverability:
-        summary["recoverability"] = recoverability
-    if args.json:
-        print(json.dumps(summary))
-    else:
-        print(f"{spec.name}: {summary['states']:,} states, {summary['edges']:,} edges, depth {summary['depth']}, "
-              f"{summary['deadlocks']:,} deadlocks (states with no successors), "
-              f"{summary['stuttering_steps']:,} stuttering steps (self-loops)")
-        for n, k in failing.items():
-            print(f"  {n}: {'holds in every state' if k == 0 else f'fails in {k:,} states'}")
-        for n, c in recoverability.items():
-            print(f"  {n}: good states {c['good_states']:,}, stuck states {c['stuck_states']:,} "
-                  f"(no good state reachable; drawn orange in DOT), livelock states {c['livelock_states']:,}")
-        print(f"graph written to {args.out}")
-    return EXIT_OK

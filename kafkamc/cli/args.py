@@ -1,0 +1,78 @@
+"""Argument types and option groups shared by several commands."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from kafkamc.result import LevelStats
+
+__all__ = ["int_at_least", "seconds", "add_check_arguments", "print_progress", "ENGINES"]
+
+ENGINES = ("local", "spark")
+
+
+def int_at_least(minimum: int) -> Any:
+    """An argparse type: an integer >= ``minimum``, with the allowed range in the error."""
+    allowed = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer; allowed: {allowed}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} is not allowed; allowed: {allowed}")
+        return value
+
+    parse.__name__ = "positive integer" if minimum == 1 else f"integer >= {minimum}"
+    return parse
+
+
+_positive = int_at_least(1)
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; allowed: seconds > 0") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text} is not allowed; allowed: seconds > 0")
+    return value
+
+
+def add_check_arguments(chk: argparse.ArgumentParser) -> None:
+    """The options of ``check`` (shared with commands that run a check the same way)."""
+    chk.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
+                     help="set a spec parameter (repeatable)")
+    chk.add_argument("-i", "--invariant", action="append", default=[], metavar="NAME",
+                     help="check this invariant or action property (repeatable; 'all' for every one)")
+    chk.add_argument("-r", "--recoverability", action="append", default=[], metavar="NAME",
+                     help="check this recoverability property (AG EF good) on the state graph (repeatable)")
+    chk.add_argument("--engine", default="local", choices=ENGINES, help="exploration engine (default: local)")
+    chk.add_argument("--master", default=None, help="Spark master URL (engine spark; default local[*])")
+    chk.add_argument("--partitions", type=_positive, default=None, help="Spark partitions P (engine spark)")
+    chk.add_argument("--workers", type=_positive, default=None, metavar="N",
+                     help="processes for the local engine (default: the cores available); results do not depend on it")
+    chk.add_argument("--max-depth", type=_positive, default=None, metavar="N", help="explore at most N levels")
+    chk.add_argument("--max-states", type=_positive, default=None, metavar="N", help="explore at most N states")
+    chk.add_argument("--symmetry", action="store_true", help="reduce by the spec's symmetry representative")
+    chk.add_argument("--deadlock", action="store_true", help="report a state with no successors as a violation")
+    chk.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
+    chk.add_argument("--out", metavar="DIR", default=None,
+                     help="write the counterexample to DIR (kafkamc JSON and ITF)")
+    chk.add_argument("--html", nargs="?", const="", default=None, metavar="FILE",
+                     help="on a violation, write the HTML trace viewer (default DIR or ./<spec>-<invariant>.html)")
+    chk.add_argument("--progress", action="store_true", help="print a progress line per level on stderr")
+
+
+def print_progress(stats: LevelStats) -> None:
+    rate = stats.states_generated / stats.seconds if stats.seconds > 0 else 0.0
+    print(
+        f"level {stats.level}: {stats.distinct_states:,} distinct, {stats.states_generated:,} generated, "
+        f"frontier {stats.frontier:,}, {stats.seconds:.1f} s, {rate:,.0f} states/s",
+        file=sys.stderr, flush=True,
+    )

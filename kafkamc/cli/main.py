@@ -1,0 +1,74 @@
+"""The command line: ``main(argv) -> int`` is the whole CLI, testable without a subprocess.
+
+Exit codes (a stable contract): 0 ok; 1 an invariant was violated; 2 bad invocation or input;
+3 the spec raised during exploration (or the engine failed); 4 incomplete (a bound or Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import os
+import sys
+from typing import Sequence
+
+from kafkamc import __version__
+from kafkamc.errors import KafkamcError, UsageError
+
+__all__ = ["main", "main_entry", "build_parser", "EXIT_OK", "EXIT_VIOLATION", "EXIT_USAGE", "EXIT_SPEC_ERROR",
+           "EXIT_INCOMPLETE"]
+
+EXIT_OK, EXIT_VIOLATION, EXIT_USAGE, EXIT_SPEC_ERROR, EXIT_INCOMPLETE = 0, 1, 2, 3, 4
+# One module per command, in the order `kafkamc --help` lists them; each defines
+# register(subparsers) and sets ``run`` on its parser.
+COMMAND_MODULES = (
+    "kafkamc.cli.speclist",
+    "kafkamc.cli.check",
+    "kafkamc.cli.gate",
+    "kafkamc.cli.trace",
+    "kafkamc.cli.simulate",
+    "kafkamc.cli.graph",
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and an exception instead of a printed exit."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="kafkamc", description="Model checker for Apache Kafka's coordination protocols.")
+    parser.add_argument("--version", action="version", version=f"kafkamc {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for module_name in COMMAND_MODULES:
+        if importlib.util.find_spec(module_name) is not None:
+            importlib.import_module(module_name).register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(args_list)
+        return int(args.run(args))
+    except KafkamcError as exc:
+        prefix = "error" if exc.exit_code == EXIT_USAGE else "the spec or engine failed"
+        print(f"kafkamc: {prefix}: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except SystemExit as exc:  # --help and --version
+        return exc.code if isinstance(exc.code, int) else 0
+
+
+def main_entry() -> None:
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (e.g. `| head`); not an error worth a traceback.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 1
+    sys.exit(code)

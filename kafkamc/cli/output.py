@@ -1,0 +1,58 @@
+"""Writing a counterexample's files: kafkamc JSON, ITF and the HTML viewer."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from kafkamc.counterexamples.render import result_to_json
+from kafkamc.errors import UsageError
+from kafkamc.result import CheckResult
+
+__all__ = ["write_trace_file", "write_counterexample", "file_part"]
+
+
+def write_trace_file(result: CheckResult, out_dir: str) -> str | None:
+    """Write ``DIR/<spec>-<invariant>.trace.json`` for a violation; returns the path written."""
+    if result.trace is None or result.violated is None:
+        return None
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, f"{file_part(result.spec)}-{result.violated}.trace.json")
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(result_to_json(result), fh, indent=1)
+        fh.write("\n")
+    os.replace(tmp, path)
+    return path
+
+
+def file_part(spec_name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in spec_name)
+
+
+def write_counterexample(result: CheckResult, out_dir: str | None, html: str | None = None) -> list[str]:
+    """Every file a violation produces: JSON and ITF in ``out_dir``; the HTML viewer if asked."""
+    written: list[str] = []
+    if result.trace is None or result.violated is None:
+        return written
+    if out_dir:
+        path = write_trace_file(result, out_dir)
+        if path:
+            written.append(path)
+        try:
+            from kafkamc.counterexamples.itf import write_itf
+        except ImportError:
+            write_itf = None
+        if write_itf is not None:
+            path = write_itf(result, out_dir)
+            if path:
+                written.append(path)
+    if html is not None:
+        try:
+            from kafkamc.counterexamples.html import write_html
+        except ImportError:
+            raise UsageError("--html: this installation has no HTML trace viewer") from None
+        target = html or os.path.join(out_dir or ".", f"{file_part(result.spec)}-{result.violated}.html")
+        os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+        written.append(write_html(result, target))
+    return written
