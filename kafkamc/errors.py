@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["KafkamcError", "UsageError", "SpecRaised", "EngineError"]
+__all__ = ["KafkamcError", "UsageError", "SpecLoadError", "SpecRaised", "MalformedSpec", "EngineError"]
 
 
 class KafkamcError(Exception):
@@ -17,6 +17,11 @@ class UsageError(KafkamcError):
     exit_code = 2
 
 
+class SpecLoadError(UsageError):
+    """A user's spec module failed to import, or its validate_params raised (exit 2). The gate
+    reports it as an error of that one check and still runs the others."""
+
+
 class SpecRaised(KafkamcError):
     """A spec function raised during exploration (exit 3); the message names the function and state."""
 
@@ -26,9 +31,15 @@ class SpecRaised(KafkamcError):
         self.where = where
         self.state = state
         self.error = error
-        super().__init__(
-            f"{where} raised {type(error).__name__}: {error} on state {state!r}"
-        )
+        if type(error).__name__ == MalformedSpec.__name__:  # by name: workers send it back as text
+            text = f"{where} is malformed: {error}, on state {state!r}"
+        else:
+            text = f"{where} raised {type(error).__name__}: {error} on state {state!r}"
+        super().__init__(text)
+
+
+class MalformedSpec(Exception):
+    """What a spec function returned has the wrong shape (carried inside SpecRaised, exit 3)."""
 
 
 class EngineError(KafkamcError):

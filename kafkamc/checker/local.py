@@ -26,9 +26,9 @@ from kafkamc.result import (
     DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult, LevelStats,
 )
 from kafkamc.counterexamples.trace import replay
-from kafkamc.errors import SpecRaised, UsageError
+from kafkamc.errors import MalformedSpec, SpecRaised, UsageError
 from kafkamc.invariants.api import Property
-from kafkamc.spec.api import Spec, format_label
+from kafkamc.spec.api import Spec, format_label, malformed_successors
 
 __all__ = ["explore", "state_key_function", "gc_paused", "first_violation"]
 
@@ -72,13 +72,16 @@ def first_violation(p: Any, state: Any, invs: Sequence[tuple[str, Callable[..., 
 
 
 def _culprit(spec: Spec, state: Any, exc: BaseException) -> SpecRaised:
-    """Find which action raised on ``state`` by re-running each (they are pure) in order."""
+    """Find which action raised on ``state`` by re-running each (they are pure) in order; an
+    action that yields something other than ``(label, next_state)`` pairs is named as malformed."""
     for act in spec.actions():
         try:
-            for _ in act.fn(spec.p, state):
-                pass
+            produced = act.fn(spec.p, state)
+            problem = malformed_successors(produced)
         except Exception as again:
             return SpecRaised(f"action {act.name}", state, again)
+        if problem is not None:
+            return SpecRaised(f"action {act.name}", state, MalformedSpec(problem))
     return SpecRaised("an action", state, exc)
 
 
@@ -267,7 +270,11 @@ def _classify(spec: Spec, state: Any, exc: BaseException, invs: list, aprops: li
         return culprit
     p = spec.p
     for aname, fn in ((a.name, a.fn) for a in spec.actions()):
-        for label, t in fn(p, state):
+        try:
+            pairs = list(fn(p, state))
+        except Exception as again:  # it did not raise a moment ago: the spec is not pure
+            return SpecRaised(f"action {aname}", state, again)
+        for label, t in pairs:
             for name, ifn in invs:
                 try:
                     ifn(p, t)

@@ -37,7 +37,7 @@ from kafkamc.result import DEADLOCK, VIOLATION, CheckResult
 from kafkamc.counterexamples.trace import replay
 from kafkamc.errors import EngineError, SpecRaised, UsageError
 from kafkamc.invariants.api import Property
-from kafkamc.spec.api import Spec, format_label
+from kafkamc.spec.api import Spec, action_failure, format_label
 
 __all__ = ["simulate", "shortcut", "tighten", "NO_VIOLATION_FOUND", "DEFAULT_DATABASE", "SimulationStats"]
 
@@ -146,7 +146,7 @@ def simulate(
                 for label, t in fn(p, state):
                     out.append((aname, label, t))
             except Exception as exc:
-                raise SpecRaised(f"action {aname}", state, exc) from exc
+                raise action_failure(aname, fn, p, state, exc) from exc
         return out
 
     def walk(choose, room) -> None:

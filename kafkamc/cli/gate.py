@@ -29,7 +29,7 @@ from typing import Any, Sequence
 
 from kafkamc.result import DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult
 from kafkamc.counterexamples.render import render_summary, render_trace, result_to_json
-from kafkamc.errors import EngineError, KafkamcError, UsageError
+from kafkamc.errors import EngineError, KafkamcError, SpecLoadError, UsageError
 from kafkamc.invariants.api import Property
 from kafkamc.spec.api import Spec
 from kafkamc.spec.registry import build_spec, load_spec_class
@@ -181,10 +181,11 @@ class Check:
 
     name: str
     spec_ref: str
-    spec: Spec
+    spec: Spec | None  # None when the spec could not be loaded (see load_error)
     properties: tuple[Property, ...]
     expect: str
     line: int | None = None
+    load_error: str | None = None  # the user's spec module failed to import or validate_params raised
     recoverability: tuple[Property, ...] = ()
     description: str = ""
     engine: str = "local"
@@ -376,8 +377,17 @@ def _load_check(src: _Source, name: str, body: dict[str, Any], defaults: dict[st
     if config_dir not in sys.path:
         sys.path.append(config_dir)
     ref = merged["spec"]
+
+    def broken(exc: SpecLoadError, key: str) -> Check:
+        # Not a typo in the config but a broken spec: this check is an error, the others still run.
+        return Check(name=name, spec_ref=ref, spec=None, properties=(), expect=expect,
+                     line=src.lines.line(src.root + here), violated=merged.get("violated"),
+                     load_error=str(err(str(exc), key)))
+
     try:
         cls = load_spec_class(ref)
+    except SpecLoadError as exc:
+        return broken(exc, "spec")
     except UsageError as exc:
         raise err(str(exc), "spec") from None
 
@@ -401,6 +411,8 @@ def _load_check(src: _Source, name: str, body: dict[str, Any], defaults: dict[st
             raise src.error(f"check {name!r}: {exc}", *ploc) from None
     try:
         spec = build_spec(ref, params)
+    except SpecLoadError as exc:
+        return broken(exc, "params" if "params" in merged else "spec")
     except UsageError as exc:
         raise err(str(exc), "params" if "params" in merged else "spec") from None
 
@@ -603,6 +615,8 @@ def run_check(check: Check) -> Outcome:
     """Run one check. A spec or engine that raises makes the check an error (the gate fails), not
     the gate: the other checks still run and are reported."""
     started = time.perf_counter()
+    if check.load_error is not None:
+        return Outcome(check, ERROR, None, 0.0, error=check.load_error)
     try:
         result = _explore(check)
     except KafkamcError as exc:
@@ -726,7 +740,8 @@ def junit_xml(outcomes: list[Outcome], config_path: str, seconds: float) -> ET.E
     for o in outcomes:
         c = o.check
         case = ET.SubElement(suite, "testcase", {
-            "classname": f"kafkamc.gate.{_file_part(c.spec.name)}", "name": c.name, "time": f"{o.seconds:.3f}",
+            "classname": f"kafkamc.gate.{_file_part(c.spec.name if c.spec is not None else c.spec_ref)}",
+            "name": c.name, "time": f"{o.seconds:.3f}",
             "file": config_path, **({"line": str(c.line)} if c.line is not None else {}),
         })
         if o.status == FAIL:
@@ -734,7 +749,8 @@ def junit_xml(outcomes: list[Outcome], config_path: str, seconds: float) -> ET.E
             el.text = _xml("\n".join(o.problems) + "\n")
         elif o.status == ERROR:
             first = (o.error or "").splitlines()[0] if o.error else "error"
-            el = ET.SubElement(case, "error", {"message": _xml(first), "type": "SpecOrEngineError"})
+            kind = "SpecLoadError" if c.load_error is not None else "SpecOrEngineError"
+            el = ET.SubElement(case, "error", {"message": _xml(first), "type": kind})
             el.text = _xml((o.error or "") + "\n")
         elif o.status == SKIPPED:
             ET.SubElement(case, "skipped", {"message": "not run: the gate was interrupted"})
@@ -758,7 +774,7 @@ def _outcome_json(o: Outcome) -> dict[str, Any]:
     return {
         "name": c.name,
         "spec": c.spec_ref,
-        "params": c.spec.p.as_dict(),
+        "params": c.spec.p.as_dict() if c.spec is not None else None,
         "invariants": [p.name for p in c.properties],
         "recoverability": [r.name for r in c.recoverability],
         "engine": c.engine,
@@ -830,6 +846,8 @@ def run_gate(config: GateConfig, checks: list[Check], *, out_dir: str | None = N
         print(f"gate: {len(outcomes)} checks, {passed} passed, {verdict} ({seconds:.1f} s)", file=stream)
         if out_dir is not None and any(o.files for o in outcomes):
             print(f"counterexamples written under {out_dir}", file=stream)
+    if any(o.check.load_error is not None for o in outcomes):
+        return 2  # bad input, as for kafkamc check; the rows above say which check and why
     return 0 if not bad else 1
 
 
@@ -856,4 +874,8 @@ def register(subparsers: Any) -> None:
 def _cmd_gate(args: argparse.Namespace) -> int:
     config = load_config(find_config(args.config))
     checks = select_checks(config.checks, args.only)
-    return run_gate(config, checks, out_dir=args.out, junit=args.junit, as_json=args.json)
+    code = run_gate(config, checks, out_dir=args.out, junit=args.junit, as_json=args.json)
+    for check in checks:
+        if check.load_error is not None:
+            print(f"kafkamc: error: {check.load_error}", file=sys.stderr)
+    return code

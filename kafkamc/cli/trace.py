@@ -14,7 +14,7 @@ from typing import Any, Iterator
 
 from kafkamc.counterexamples.itf import load_trace_file
 from kafkamc.counterexamples.render import state_to_json
-from kafkamc.errors import SpecRaised, UsageError
+from kafkamc.errors import MalformedSpec, SpecRaised, UsageError
 
 __all__ = ["register", "render_document", "replay_document", "ReplayReport", "flatten_json", "show_json"]
 
@@ -185,14 +185,17 @@ class ReplayReport:
 
 
 def _successors(spec: Any, state: Any) -> Iterator[tuple[int, str, Any]]:
-    from kafkamc.spec.api import format_label
+    from kafkamc.spec.api import format_label, malformed_successors
 
     i = 0
     for act in spec.actions():
         try:
             produced = list(act.fn(spec.p, state))
+            problem = malformed_successors(produced)
         except Exception as exc:
             raise SpecRaised(f"action {act.name}", state, exc) from exc
+        if problem is not None:
+            raise SpecRaised(f"action {act.name}", state, MalformedSpec(problem))
         for label, nxt in produced:
             yield i, format_label(act.name, label), nxt
             i += 1

@@ -9,8 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from kafkamc.errors import SpecRaised
-from kafkamc.spec.api import Spec, format_label
+from kafkamc.spec.api import Spec, action_failure, format_label
 
 __all__ = ["TraceStep", "Trace", "ReplayError", "replay"]
 
@@ -60,7 +59,7 @@ def replay(spec: Spec, path: Sequence[int]) -> Trace:
                         break
                     i += 1
             except Exception as exc:
-                raise SpecRaised(f"action {act.name}", state, exc) from exc
+                raise action_failure(act.name, act.fn, spec.p, state, exc) from exc
             if chosen is not None:
                 break
         if chosen is None:

@@ -18,10 +18,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Iterable, Iterator
 
-from kafkamc.errors import SpecRaised, UsageError
+from kafkamc.errors import MalformedSpec, SpecRaised, UsageError
 from kafkamc.invariants.api import Property, property_of
 
-__all__ = ["Param", "Params", "Spec", "Action", "action", "format_label"]
+__all__ = ["Param", "Params", "Spec", "Action", "action", "format_label", "malformed_successors", "action_failure"]
 
 Value = int | bool | str
 _TRUE = {"true", "1", "yes", "on"}
@@ -144,6 +144,45 @@ def format_label(action_name: str, label: Any) -> str:
     if isinstance(label, tuple):
         return f"{action_name}({', '.join(str(a) for a in label)})"
     return f"{action_name}({label})"
+
+
+def malformed_successors(produced: Any) -> str | None:
+    """What is wrong with an action's result, or None if it is an iterable of 2-item pairs.
+
+    Only run once something failed: the engines' loops unpack the pairs without looking.
+    """
+    try:
+        items = iter(produced)
+    except TypeError:
+        return (f"returned {_short(produced)} instead of yielding (label, next_state) pairs "
+                "(an action is a generator: use yield)")
+    for item in items:
+        if isinstance(item, (tuple, list)) and len(item) == 2:
+            continue
+        if isinstance(item, str):
+            return (f"yielded the string {_short(item)} instead of a (label, next_state) pair "
+                    "(did it return a tuple instead of yielding one?)")
+        if isinstance(item, (tuple, list)):
+            return f"yielded a {type(item).__name__} of {len(item)} items instead of a (label, next_state) pair"
+        return f"yielded {_short(item)} instead of a (label, next_state) pair (a bare state needs its label)"
+    return None
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def action_failure(name: str, fn: Callable[..., Any], p: Any, state: Any, exc: BaseException) -> SpecRaised:
+    """The error to report for action ``name``, which failed on ``state`` with ``exc``: its
+    malformed output if that is what went wrong (it is pure, so it is run again), else ``exc``."""
+    try:
+        problem = malformed_successors(fn(p, state))
+    except Exception as again:
+        return SpecRaised(f"action {name}", state, again)
+    if problem is not None:
+        return SpecRaised(f"action {name}", state, MalformedSpec(problem))
+    return SpecRaised(f"action {name}", state, exc)
 
 
 _NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
