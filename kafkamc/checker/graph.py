@@ -39,6 +39,7 @@ from kafkamc.counterexamples.trace import replay
 from kafkamc.errors import KafkamcError, SpecRaised, UsageError
 from kafkamc.invariants.api import Property
 from kafkamc.spec.api import Spec, format_label
+from kafkamc.safewrite import write_file
 
 __all__ = [
     "GRAPH_LIMIT", "GraphTooLarge", "build_graph", "write_graph", "read_graph",
@@ -275,7 +276,7 @@ def _dot_string(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-def _write_dot(g: nx.DiGraph, path: str) -> None:
+def _dot_text(g: nx.DiGraph) -> str:
     """Graphviz DOT, written directly (pydot is not a dependency)."""
     invariants = [n for n in str(g.graph.get("invariants", "")).split(",") if n]
     lines = [f"digraph {_dot_string(str(g.graph.get('spec', 'kafkamc')))} {{"]
@@ -301,8 +302,7 @@ def _write_dot(g: nx.DiGraph, path: str) -> None:
         body = ", ".join(f"{_dot_id(k)}={_dot_string(_dot_value(x))}" for k, x in attrs.items())
         lines.append(f"  {_dot_string(str(u))} -> {_dot_string(str(v))} [{body}];")
     lines.append("}")
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write("\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
 
 
 def _dot_id(name: str) -> str:
@@ -329,23 +329,17 @@ def write_graph(g: nx.DiGraph, path: str) -> str:
         raise UsageError(
             f"--out {path!r}: unknown graph format {ext or '(none)'!r}; allowed: .graphml, .dot, .gv, .json"
         )
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    tmp = path + ".tmp"
     if ext == ".graphml":
-        nx.write_graphml(_plain(g), tmp)
-    elif ext in (".dot", ".gv"):
-        _write_dot(g, tmp)
-    else:
-        data = _node_link(g)
-        for node in data["nodes"]:
-            if "state" in node:
-                node["label"] = show_value(node["state"])
-                node["state"] = state_to_json(node["state"])
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=1, default=str)
-            fh.write("\n")
-    os.replace(tmp, path)
-    return path
+        plain = _plain(g)
+        return write_file(path, lambda fh: nx.write_graphml(plain, fh))
+    if ext in (".dot", ".gv"):
+        return write_file(path, _dot_text(g))
+    data = _node_link(g)
+    for node in data["nodes"]:
+        if "state" in node:
+            node["label"] = show_value(node["state"])
+            node["state"] = state_to_json(node["state"])
+    return write_file(path, json.dumps(data, indent=1, default=str) + "\n")
 
 
 def read_graph(path: str) -> nx.DiGraph:

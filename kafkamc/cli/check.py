@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from kafkamc.cli.args import add_check_arguments, print_progress
-from kafkamc.cli.output import write_counterexample
+from kafkamc.cli.output import check_counterexample_paths, write_counterexample
 from kafkamc.counterexamples.render import render_summary, render_trace, result_to_json
 from kafkamc.errors import UsageError
 from kafkamc.result import INCOMPLETE, OK, VIOLATION, CheckResult
@@ -74,6 +74,7 @@ def run_check(args: argparse.Namespace, spec_ref: str) -> CheckResult:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
+    check_counterexample_paths(args.out, args.html)
     result = run_check(args, args.spec)
     if ":" in args.spec:
         result = dataclasses.replace(result, extra={**result.extra, "spec_ref": args.spec})

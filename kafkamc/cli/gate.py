@@ -32,6 +32,7 @@ from kafkamc.counterexamples.render import render_summary, render_trace, result_
 from kafkamc.errors import EngineError, KafkamcError, SpecLoadError, UsageError
 from kafkamc.invariants.api import Property
 from kafkamc.spec.api import Spec
+from kafkamc.safewrite import check_output_dir, check_output_file, write_file
 from kafkamc.spec.registry import build_spec, load_spec_class
 
 __all__ = [
@@ -830,9 +831,8 @@ def run_gate(config: GateConfig, checks: list[Check], *, out_dir: str | None = N
     passed = sum(o.status == PASS for o in outcomes)
     bad = [o.check.name for o in outcomes if o.status != PASS]
     if junit:
-        parent = os.path.dirname(os.path.abspath(junit))
-        os.makedirs(parent, exist_ok=True)
-        junit_xml(outcomes, config.path, seconds).write(junit, encoding="utf-8", xml_declaration=True)
+        tree = junit_xml(outcomes, config.path, seconds)
+        write_file(junit, lambda fh: tree.write(fh, encoding="utf-8", xml_declaration=True))
     if as_json:
         print(json.dumps({
             "schema": JSON_SCHEMA,
@@ -874,6 +874,10 @@ def register(subparsers: Any) -> None:
 def _cmd_gate(args: argparse.Namespace) -> int:
     config = load_config(find_config(args.config))
     checks = select_checks(config.checks, args.only)
+    if args.out is not None:
+        check_output_dir(args.out, "--out")
+    if args.junit is not None:
+        check_output_file(args.junit, "--junit")
     code = run_gate(config, checks, out_dir=args.out, junit=args.junit, as_json=args.json)
     for check in checks:
         if check.load_error is not None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from kafkamc.cli.args import int_at_least, print_progress
 from kafkamc.errors import UsageError
+from kafkamc.safewrite import check_output_file
 from kafkamc.spec.registry import build_spec, select_properties
 
 __all__ = ["register"]
@@ -49,6 +50,7 @@ def _cmd_graph(args: argparse.Namespace) -> int:
     recs = [type(spec).recoverability_named(n) for n in args.recoverability]
     if not args.out.lower().endswith((".graphml", ".dot", ".gv", ".json")):
         raise UsageError(f"--out {args.out!r}: unknown graph format; allowed: .graphml, .dot, .gv, .json")
+    check_output_file(args.out, "--out")
     show_progress = sys.stderr.isatty() and not args.json
     try:
         g = build_graph(spec, props, max_states=args.max_states, symmetry=args.symmetry,

@@ -13,7 +13,7 @@ from typing import Any
 
 from kafkamc.result import VIOLATION, CheckResult
 from kafkamc.cli.args import int_at_least, seconds
-from kafkamc.cli.output import write_counterexample
+from kafkamc.cli.output import check_counterexample_paths, write_counterexample
 from kafkamc.counterexamples.render import render_trace, result_to_json
 from kafkamc.spec.registry import build_spec, select_properties
 
@@ -125,6 +125,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
     spec = build_spec(args.spec, args.param)
     props = select_properties(type(spec), args.invariant)
+    check_counterexample_paths(args.out, args.html)
     result = simulate(
         spec, props, runs=args.runs, steps=args.steps, seed=args.seed, time_limit=args.time,
         database=None if args.no_database else args.database, deadlock=args.deadlock,

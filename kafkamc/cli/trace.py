@@ -15,6 +15,7 @@ from typing import Any, Iterator
 from kafkamc.counterexamples.itf import load_trace_file
 from kafkamc.counterexamples.render import state_to_json
 from kafkamc.errors import MalformedSpec, SpecRaised, UsageError
+from kafkamc.safewrite import check_output_file
 
 __all__ = ["register", "render_document", "replay_document", "ReplayReport", "flatten_json", "show_json"]
 
@@ -345,6 +346,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 def _cmd_html(args: argparse.Namespace) -> int:
     from kafkamc.counterexamples.html import write_html
 
+    check_output_file(args.output, "-o")
     doc = load_trace_file(args.file)
     written = write_html(doc, args.output)
     print(f"trace viewer written to {written}")

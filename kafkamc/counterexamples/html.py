@@ -32,6 +32,7 @@ import re
 from typing import Any
 
 from kafkamc.counterexamples.itf import document_of
+from kafkamc.safewrite import write_file
 
 __all__ = ["render_html", "write_html", "infer_entities", "lanes_of", "embed_json"]
 
@@ -314,14 +315,7 @@ def render_html(trace_document: dict[str, Any]) -> str:
 
 def write_html(result_or_document: Any, path: str) -> str:
     """Write the viewer of a CheckResult or a trace document to ``path``; returns the path."""
-    text = render_html(document_of(result_or_document))
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
-    return path
+    return write_file(path, render_html(document_of(result_or_document)))
 
 
 _STYLE = """

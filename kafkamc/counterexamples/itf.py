@@ -32,6 +32,7 @@ from kafkamc import __version__
 from kafkamc.result import CheckResult
 from kafkamc.counterexamples.render import SCHEMA, json_sort_key, result_to_json
 from kafkamc.errors import UsageError
+from kafkamc.safewrite import write_file
 
 __all__ = [
     "ITF_FORMAT_DESCRIPTION", "value_to_itf", "state_to_itf", "result_to_itf", "write_itf", "itf_path",
@@ -128,14 +129,7 @@ def write_itf(result: CheckResult, out_dir: str) -> str | None:
     """Write the counterexample as ``DIR/<spec>-<invariant>.itf.json``; None when there is none."""
     if result.trace is None or result.violated is None:
         return None
-    os.makedirs(out_dir, exist_ok=True)
-    path = itf_path(result, out_dir)
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(result_to_itf(result), fh, indent=1)
-        fh.write("\n")
-    os.replace(tmp, path)
-    return path
+    return write_file(itf_path(result, out_dir), json.dumps(result_to_itf(result), indent=1) + "\n")
 
 
 def _file_part(name: str) -> str:
