@@ -76,6 +76,8 @@ _DEFAULT_KEYS = (
 _POSITIVE = ("partitions", "workers", "max_depth", "max_states", "max_trace_length", "depth")
 _NON_NEGATIVE = ("distinct_states",)
 _TOP_KEYS = ("checks", "defaults")
+MAX_CONFIG_BYTES = 16 * 1024 * 1024
+_MAX_INT = 2**63 - 1  # every count and bound fits a signed 64-bit integer
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -250,16 +252,18 @@ class _Source:
 def find_config(path: str | None) -> str:
     """The config file: ``path`` if given, else ./kafkamc.toml, else ./pyproject.toml with [tool.kafkamc]."""
     if path is not None:
-        if not os.path.isfile(path):
+        if not os.path.exists(path):
             raise UsageError(f"config file {path!r} does not exist")
+        if not os.path.isfile(path):
+            raise UsageError(f"config file {path!r} is not a regular file")
         return path
     if os.path.isfile(CONFIG_FILE):
         return CONFIG_FILE
     if os.path.isfile(PYPROJECT):
         try:
             with open(PYPROJECT, "rb") as fh:
-                data = tomllib.load(fh)
-        except (OSError, tomllib.TOMLDecodeError):
+                data = tomllib.loads(fh.read(MAX_CONFIG_BYTES).decode("utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ValueError, RecursionError):
             data = {}
         if isinstance(data.get("tool"), dict) and "kafkamc" in data["tool"]:
             return PYPROJECT
@@ -273,9 +277,11 @@ def load_config(path: str) -> GateConfig:
     """Parse and validate the whole config; every mistake is a UsageError naming FILE:LINE."""
     try:
         with open(path, "rb") as fh:
-            raw = fh.read()
+            raw = fh.read(MAX_CONFIG_BYTES + 1)
     except OSError as exc:
         raise UsageError(f"cannot read config file {path!r}: {exc.strerror}") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise UsageError(f"{path}: larger than {MAX_CONFIG_BYTES >> 20} MiB; not a config file")
     try:
         text = raw.decode("utf-8")
         data = tomllib.loads(text)
@@ -285,6 +291,10 @@ def load_config(path: str) -> GateConfig:
         m = re.search(r"\(at line (\d+), column \d+\)", str(exc))
         where = f"{path}:{m.group(1)}" if m else path
         raise UsageError(f"{where}: invalid TOML: {exc}") from None
+    except ValueError:  # tomllib lets CPython's int() refuse an integer of over 4,300 digits
+        raise UsageError(f"{path}: invalid TOML: an integer of more than 4,300 digits") from None
+    except RecursionError:
+        raise UsageError(f"{path}: invalid TOML: arrays or tables nested too deeply") from None
 
     root: tuple[str, ...] = ()
     if os.path.basename(path) == PYPROJECT:
@@ -334,6 +344,8 @@ def _check_type(src: _Source, path: tuple[str, ...], key: str, value: Any) -> No
         names = " or ".join({"str": "a string", "int": "an integer", "bool": "true or false",
                              "dict": "a table", "list": "an array"}[t.__name__] for t in types)
         raise src.error(f"{key} = {value!r} has the wrong type; allowed: {names}", *path)
+    if isinstance(value, int) and not isinstance(value, bool) and value > _MAX_INT:
+        raise src.error(f"{key} is too large; allowed: at most {_MAX_INT:,}", *path)
     if key in _POSITIVE and value < 1:
         raise src.error(f"{key} = {value} is not allowed; allowed: a positive integer", *path)
     if key in _NON_NEGATIVE and value < 0:

@@ -25,7 +25,9 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import math
 import os
+import stat
 from typing import Any
 
 from kafkamc import __version__
@@ -161,27 +163,29 @@ def itf_to_json_value(value: Any) -> Any:
     if isinstance(value, float):
         if value.is_integer():
             return int(value)
-        raise _Malformed(f"a number that is not an integer: {value!r}")
+        raise _Malformed(f"a number that is not an integer: {_short(value)}")
     if isinstance(value, list):
         return [itf_to_json_value(v) for v in value]
     if not isinstance(value, dict):
-        raise _Malformed(f"an unexpected value {value!r}")
+        raise _Malformed(f"an unexpected value {_short(value)}")
     special = [k for k in value if isinstance(k, str) and k.startswith("#")]
     if not special:
         return {k: itf_to_json_value(v) for k, v in value.items()}
     if len(value) != 1:
-        raise _Malformed(f"an object mixing {special[0]!r} with other keys")
+        raise _Malformed(f"an object mixing {_short(special[0])} with other keys")
     tag, inner = next(iter(value.items()))
     if tag == "#bigint":
         if not isinstance(inner, str):
-            raise _Malformed(f"#bigint must be a string of digits, not {inner!r}")
+            raise _Malformed(f"#bigint must be a string of digits, not {_short(inner)}")
+        if len(inner) > MAX_DIGITS:
+            raise _Malformed(f"#bigint of {len(inner):,} characters (at most {MAX_DIGITS:,} digits)")
         try:
             return int(inner)
         except ValueError:
-            raise _Malformed(f"#bigint {inner!r} is not an integer") from None
+            raise _Malformed(f"#bigint {_short(inner)} is not an integer") from None
     if tag in ("#tup", "#set"):
         if not isinstance(inner, list):
-            raise _Malformed(f"{tag} must hold a list, not {inner!r}")
+            raise _Malformed(f"{tag} must hold a list, not {_short(inner)}")
         items = [itf_to_json_value(v) for v in inner]
         return sorted(items, key=json_sort_key) if tag == "#set" else items
     if tag == "#map":
@@ -193,7 +197,7 @@ def itf_to_json_value(value: Any) -> Any:
         return [[k, v] for k, v in sorted(pairs, key=lambda kv: json_sort_key(kv[0]))]
     if tag == "#unserializable":
         return str(inner)
-    raise _Malformed(f"an unknown ITF encoding {tag!r}")
+    raise _Malformed(f"an unknown ITF encoding {_short(tag)}")
 
 
 def is_itf(obj: Any) -> bool:
@@ -228,7 +232,7 @@ def itf_to_document(obj: Any, where: str = "the ITF trace") -> dict[str, Any]:
             raise UsageError(f"{where}: state {n}: the action must be a string")
         missing = [v for v in variables if v not in item]
         if missing:
-            raise UsageError(f"{where}: state {n} has no value for variable {missing[0]!r}")
+            raise UsageError(f"{where}: state {n} has no value for variable {_short(missing[0])}")
         try:
             state = {v: itf_to_json_value(item[v]) for v in variables if v != _QUINT_ACTION}
         except _Malformed as exc:
@@ -275,10 +279,10 @@ def check_document(doc: Any, where: str = "the trace") -> dict[str, Any]:
             "(with 'schema' and 'trace') or an ITF trace (.itf.json)"
         )
     if doc["schema"] != SCHEMA:
-        raise UsageError(f"{where} has trace schema {doc['schema']!r}; this kafkamc reads schema {SCHEMA}")
+        raise UsageError(f"{where} has trace schema {_short(doc['schema'])}; this kafkamc reads schema {SCHEMA}")
     trace = doc["trace"]
     if trace is None:
-        raise UsageError(f"{where} holds no counterexample (result {doc.get('result')!r})")
+        raise UsageError(f"{where} holds no counterexample (result {_short(doc.get('result'))})")
     if not isinstance(trace, list) or not trace:
         raise UsageError(f"{where}: 'trace' must be a non-empty list of steps")
     for n, step in enumerate(trace):
@@ -288,6 +292,16 @@ def check_document(doc: Any, where: str = "the trace") -> dict[str, Any]:
             raise UsageError(f"{where}: step {n + 1}: the action must be a string or null")
     if not isinstance(doc.get("params", {}), dict):
         raise UsageError(f"{where}: 'params' must be an object")
+    for key in ("spec", "spec_ref", "violated", "engine", "result"):
+        if doc.get(key) is not None and not isinstance(doc[key], str):
+            raise UsageError(f"{where}: {key!r} must be a string or null, not {type(doc[key]).__name__}")
+    invariants = doc.get("invariants", [])
+    if not (isinstance(invariants, list) and all(isinstance(i, str) for i in invariants)):
+        raise UsageError(f"{where}: 'invariants' must be a list of names (strings)")
+    for key in ("distinct_states", "states_generated", "depth"):
+        value = doc.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise UsageError(f"{where}: {key!r} must be an integer or null")
     path = doc.get("path")
     if path is not None and not (
         isinstance(path, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in path)
@@ -318,17 +332,91 @@ def document_of(result_or_document: Any) -> dict[str, Any]:
     return check_document(result_or_document)
 
 
+# Bounds on what a trace file may hold; kafkamc's own files are far inside them. A file beyond
+# them is refused in one line instead of exhausting memory, the stack or CPython's int parser.
+MAX_TRACE_BYTES = 256 * 1024 * 1024
+MAX_NESTING = 100
+MAX_DIGITS = 4300  # CPython's own limit on int <-> str conversion
+
+
 def _load_json(path: str) -> Any:
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        info = os.stat(path)
     except OSError as exc:
         raise UsageError(f"cannot read trace file {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise UsageError(f"{path} is not a trace file: not a regular file")
+    if info.st_size > MAX_TRACE_BYTES:
+        raise UsageError(f"{path} is not a trace file: larger than {MAX_TRACE_BYTES >> 20} MiB")
     try:
-        return json.loads(data.decode("utf-8"))
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_TRACE_BYTES + 1)  # bounded: the file may grow while it is read
+    except OSError as exc:
+        raise UsageError(f"cannot read trace file {path}: {exc.strerror or exc}") from None
+    if len(data) > MAX_TRACE_BYTES:
+        raise UsageError(f"{path} is not a trace file: larger than {MAX_TRACE_BYTES >> 20} MiB")
+    try:
+        obj = json.loads(data.decode("utf-8"), parse_constant=_no_constant, parse_int=_bounded_int,
+                         parse_float=_finite_float)
     except UnicodeDecodeError:
         raise UsageError(f"{path} is not a trace file: not UTF-8 text") from None
     except json.JSONDecodeError as exc:
         raise UsageError(f"{path} is not a trace file: invalid JSON at line {exc.lineno} column {exc.colno}") from None
     except RecursionError:
         raise UsageError(f"{path} is not a trace file: JSON nested too deeply") from None
+    except _Malformed as exc:
+        raise UsageError(f"{path} is not a trace file: {exc}") from None
+    problem = _unusable(obj)
+    if problem is not None:
+        raise UsageError(f"{path} is not a trace file: {problem}")
+    return obj
+
+
+def _no_constant(name: str) -> Any:
+    raise _Malformed(f"{name} is not a value a trace holds (allowed: integers, strings, booleans, null)")
+
+
+def _bounded_int(text: str) -> int:
+    if len(text) > MAX_DIGITS:
+        raise _Malformed(f"an integer of {len(text):,} digits (at most {MAX_DIGITS:,})")
+    return int(text)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _Malformed(f"the number {text[:40]} is out of range")
+    return value
+
+
+def _unusable(obj: Any) -> str | None:
+    """Why a parsed document cannot be shown or replayed: nesting beyond ``MAX_NESTING`` (the
+    renderers recurse), or a string that is not text (a lone surrogate cannot be printed)."""
+    stack = [(obj, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_NESTING:
+            return f"nested more than {MAX_NESTING} levels deep"
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not _is_text(key):
+                    return f"a key that is not text: {_short(key)}"
+                stack.append((item, depth + 1))
+        elif isinstance(value, list):
+            stack.extend((item, depth + 1) for item in value)
+        elif isinstance(value, str) and not _is_text(value):
+            return f"a string that is not text (a lone surrogate): {_short(value)}"
+    return None
+
+
+def _is_text(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _short(value: Any) -> str:
+    text = ascii(value) if isinstance(value, str) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
