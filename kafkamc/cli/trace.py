@@ -39,6 +39,9 @@ def register(subparsers: Any) -> None:
     rep.add_argument("file", metavar="FILE", help="a .trace.json or .itf.json file")
     rep.add_argument("--spec", default=None, metavar="SPEC",
                      help="the spec to replay against (default: the one the file names; module:Class for your own)")
+    rep.add_argument("--trust", action="store_true",
+                     help="import the module:Class the file names (only bundled specs are imported without "
+                          "--spec or --trust: replaying imports and runs the spec's code)")
     rep.set_defaults(run=_cmd_replay)
 
     html = sub.add_parser("html", help="write a self-contained HTML viewer of a trace")
@@ -202,15 +205,18 @@ def _successors(spec: Any, state: Any) -> Iterator[tuple[int, str, Any]]:
             i += 1
 
 
-def replay_document(doc: dict[str, Any], spec_ref: str | None = None) -> ReplayReport:
+def replay_document(doc: dict[str, Any], spec_ref: str | None = None, trust: bool = False) -> ReplayReport:
     """Re-execute a trace document against its spec.
 
     Each recorded step must still be a transition of the spec: the stored successor-index path is
     followed where it still leads to the recorded state, otherwise the recorded state (and, if it
     can, its action label) is searched among the successors. Then the violated property must
     still fail at the end. UsageError if the file names no spec or the spec cannot be built.
+
+    A file is data, and may come from anywhere: the spec it names is imported only if it is
+    bundled with kafkamc, unless ``trust`` (or the caller names the spec in ``spec_ref``).
     """
-    from kafkamc.spec.registry import build_spec, load_spec_class
+    from kafkamc.spec.registry import BUNDLED, build_spec, load_spec_class
 
     ref = spec_ref or (doc.get("spec_ref") if isinstance(doc.get("spec_ref"), str) else None) or doc.get("spec")
     if not ref:
@@ -218,6 +224,12 @@ def replay_document(doc: dict[str, Any], spec_ref: str | None = None) -> ReplayR
     violated = doc.get("violated")
     if not violated:
         raise UsageError("the trace names no violated invariant, so there is nothing to reproduce")
+    if spec_ref is None and not trust and ":" in str(ref) and ref not in BUNDLED.values():
+        # A bare name can only mean a bundled spec; module:Class would import the file's choice.
+        raise UsageError(
+            f"the trace names spec {ref!r}, which is not bundled with kafkamc, and replaying imports and runs "
+            f"its module; pass --spec {ref} to replay against it, or --trust to use the file's reference"
+        )
     load_spec_class(str(ref))  # an unknown spec is a usage error (exit 2)
     report = ReplayReport()
     recorded = dict(doc.get("params") or {})
@@ -335,7 +347,7 @@ def _holds(prop: Any, p: Any, prev: Any, label: str | None, state: Any) -> bool:
 
 def _cmd_replay(args: argparse.Namespace) -> int:
     doc = load_trace_file(args.file)
-    report = replay_document(doc, args.spec)
+    report = replay_document(doc, args.spec, trust=args.trust)
     print("\n".join(report.lines))
     return EXIT_REPRODUCED if report.reproduced else EXIT_NOT_REPRODUCED
 
