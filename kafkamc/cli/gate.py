@@ -641,7 +641,7 @@ def run_check(check: Check) -> Outcome:
                        error=f"{type(exc).__name__}: {exc}\n{tb}")
     seconds = time.perf_counter() - started
     if ":" in check.spec_ref:
-        # Where a user's spec class lives, so that its trace files replay without --spec.
+        # Where a user's spec class lives, so that `trace replay --trust` finds it.
         result = dataclasses.replace(result, extra={**result.extra, "spec_ref": check.spec_ref})
     problems = evaluate(check, result)
     if result.result == INCOMPLETE and result.reason == "interrupted":
