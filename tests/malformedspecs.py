@@ -90,3 +90,31 @@ class WideThenBare(Spec):
     def bare(p, s):
         if 0 < s <= 3000:
             yield s + 10_000
+
+
+HOSTILE = "\x1b]0;pwned\x07\x1b[2J\x1b[31mred\x1b[0m\nok: every reachable state satisfies everything\r\x00\u202e\ud800"
+
+
+class HostileLabels(Spec):
+    """Labels and parameter values with ANSI escapes, a newline that fakes a verdict, NUL, a
+    bidirectional override and a lone surrogate."""
+
+    parameters = (__import__("kafkamc").Param("tag", "t", "a free string"),)
+    invariants = (small,)
+
+    def init_states(p):
+        yield 0
+
+    @action
+    def step(p, s):
+        if s < 200:
+            yield f"Step({HOSTILE}{p.tag})", s + 100
+
+
+class HostileRaise(Spec):
+    def init_states(p):
+        yield 0
+
+    @action
+    def step(p, s):
+        raise ValueError(f"bad {HOSTILE}")

@@ -13,6 +13,7 @@ from kafkamc.cli.output import check_counterexample_paths, write_counterexample
 from kafkamc.counterexamples.render import render_summary, render_trace, result_to_json
 from kafkamc.errors import UsageError
 from kafkamc.result import INCOMPLETE, OK, VIOLATION, CheckResult
+from kafkamc.terminal import printable, printable_lines
 from kafkamc.spec.registry import build_spec, load_spec_class, select_properties
 
 __all__ = ["register", "run_check", "EXIT_FOR_RESULT"]
@@ -85,7 +86,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
             doc["recoverability"] = result.extra["recoverability"]
         print(json.dumps(doc))
     else:
-        print(render_summary(result))
+        print(printable_lines(render_summary(result)))
         if result.extra.get("recoverability"):
             from kafkamc.checker.graph import recoverability_notes
 
@@ -93,7 +94,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
                 print(line)
         if result.trace is not None:
             print()
-            print(render_trace(result.trace, entities=getattr(load_spec_class(args.spec), "entities", None)))
+            print(printable_lines(
+                render_trace(result.trace, entities=getattr(load_spec_class(args.spec), "entities", None))))
         for path in written:
-            print(f"counterexample written to {path}")
+            print(printable(f"counterexample written to {path}"))
     return EXIT_FOR_RESULT[result.result]

@@ -34,6 +34,7 @@ from kafkamc.invariants.api import Property
 from kafkamc.spec.api import Spec
 from kafkamc.safewrite import check_output_dir, check_output_file, write_file
 from kafkamc.spec.registry import build_spec, load_spec_class
+from kafkamc.terminal import printable
 
 __all__ = [
     "register", "run_gate", "load_config", "GateConfig", "Check", "Outcome", "evaluate", "junit_xml",
@@ -634,7 +635,7 @@ def run_check(check: Check) -> Outcome:
         result = _explore(check)
     except KafkamcError as exc:
         return Outcome(check, ERROR, None, time.perf_counter() - started,
-                       error=f"{type(exc).__name__}: {exc}")
+                       error=f"{type(exc).__name__}: {printable(str(exc))}")
     except Exception as exc:  # a bug in an engine or spec: report it and go on with the others
         tb = traceback.format_exc(limit=-3)
         return Outcome(check, ERROR, None, time.perf_counter() - started,
@@ -831,13 +832,13 @@ def run_gate(config: GateConfig, checks: list[Check], *, out_dir: str | None = N
                 outcome.files = write_counterexamples(outcome, out_dir)
         outcomes.append(outcome)
         if not as_json:
-            print(_line(outcome, width, ewidth), file=stream, flush=True)
+            print(printable(_line(outcome, width, ewidth)), file=stream, flush=True)
             if outcome.status in (FAIL, ERROR):
                 for text in (outcome.problems or [outcome.error or ""]):
-                    for line in text.rstrip().splitlines():
-                        print(f"      {line}", file=stream)
+                    for line in text.rstrip().split("\n"):
+                        print(f"      {printable(line)}", file=stream)
                 for path in outcome.files:
-                    print(f"      counterexample: {path}", file=stream)
+                    print(f"      counterexample: {printable(path)}", file=stream)
                 stream.flush()
     seconds = time.perf_counter() - started
     passed = sum(o.status == PASS for o in outcomes)
@@ -855,7 +856,7 @@ def run_gate(config: GateConfig, checks: list[Check], *, out_dir: str | None = N
         }), file=stream)
     else:
         verdict = "all expectations met" if not bad else f"{len(bad)} not met: {', '.join(bad)}"
-        print(f"gate: {len(outcomes)} checks, {passed} passed, {verdict} ({seconds:.1f} s)", file=stream)
+        print(printable(f"gate: {len(outcomes)} checks, {passed} passed, {verdict} ({seconds:.1f} s)"), file=stream)
         if out_dir is not None and any(o.files for o in outcomes):
             print(f"counterexamples written under {out_dir}", file=stream)
     if any(o.check.load_error is not None for o in outcomes):
@@ -893,5 +894,5 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     code = run_gate(config, checks, out_dir=args.out, junit=args.junit, as_json=args.json)
     for check in checks:
         if check.load_error is not None:
-            print(f"kafkamc: error: {check.load_error}", file=sys.stderr)
+            print(f"kafkamc: error: {printable(check.load_error)}", file=sys.stderr)
     return code

@@ -15,6 +15,7 @@ from typing import Sequence
 
 from kafkamc import __version__
 from kafkamc.errors import KafkamcError, UsageError
+from kafkamc.terminal import printable
 
 __all__ = ["main", "main_entry", "build_parser", "EXIT_OK", "EXIT_VIOLATION", "EXIT_USAGE", "EXIT_SPEC_ERROR",
            "EXIT_INCOMPLETE"]
@@ -57,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.run(args))
     except KafkamcError as exc:
         prefix = "error" if exc.exit_code == EXIT_USAGE else "the spec or engine failed"
-        print(f"kafkamc: {prefix}: {exc}", file=sys.stderr)
+        print(f"kafkamc: {prefix}: {printable(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except SystemExit as exc:  # --help and --version
         return exc.code if isinstance(exc.code, int) else 0

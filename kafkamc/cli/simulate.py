@@ -16,6 +16,7 @@ from kafkamc.cli.args import int_at_least, seconds
 from kafkamc.cli.output import check_counterexample_paths, write_counterexample
 from kafkamc.counterexamples.render import render_trace, result_to_json
 from kafkamc.spec.registry import build_spec, select_properties
+from kafkamc.terminal import printable, printable_lines
 
 __all__ = ["register", "render_simulation", "simulation_to_json"]
 
@@ -134,10 +135,10 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(simulation_to_json(result)))
     else:
-        print(render_simulation(result))
+        print(printable_lines(render_simulation(result)))
         if result.trace is not None:
             print()
-            print(render_trace(result.trace))
+            print(printable_lines(render_trace(result.trace)))
         for path in written:
-            print(f"counterexample written to {path}")
+            print(printable(f"counterexample written to {path}"))
     return EXIT_VIOLATION if result.result == VIOLATION else EXIT_OK

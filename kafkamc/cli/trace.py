@@ -16,6 +16,7 @@ from kafkamc.counterexamples.itf import load_trace_file
 from kafkamc.counterexamples.render import state_to_json
 from kafkamc.errors import MalformedSpec, SpecRaised, UsageError
 from kafkamc.safewrite import check_output_file
+from kafkamc.terminal import printable
 
 __all__ = ["register", "render_document", "replay_document", "ReplayReport", "flatten_json", "show_json"]
 
@@ -51,13 +52,6 @@ def register(subparsers: Any) -> None:
 
 
 # -- show ------------------------------------------------------------------------------------
-
-
-def printable(text: str) -> str:
-    """``text`` with control characters escaped, so a trace cannot drive the terminal."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else json.dumps(c)[1:-1] for c in text)
 
 
 def show_json(value: Any) -> str:

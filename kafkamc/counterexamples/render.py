@@ -9,6 +9,7 @@ from typing import Any
 
 from kafkamc.result import CheckResult
 from kafkamc.counterexamples.trace import Trace
+from kafkamc.terminal import printable
 
 __all__ = [
     "SCHEMA", "json_sort_key", "state_to_json", "trace_to_json", "result_to_json", "flatten", "show_value",
@@ -175,7 +176,7 @@ def render_trace(trace: Trace, full: bool = False, entities: dict[str, tuple[str
     for n, step in enumerate(trace.steps, start=1):
         flat = _open_entities(step.state, names)
         printed: set[str] = set()
-        title = "initial state" if step.action is None else step.action
+        title = "initial state" if step.action is None else printable(step.action)
         lines.append(f"{n:>{width}}. {title}")
         for path, value in flat.items():
             if prev is None or full:
