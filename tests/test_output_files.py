@@ -157,3 +157,20 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+@pytest.mark.parametrize("command", ["check", "simulate"])
+def test_a_write_that_fails_after_the_run_keeps_the_verdict(capsys, tmp_path, monkeypatch, command):
+    real = os.replace
+
+    def full(src, dst):
+        if str(dst).endswith(".html"):
+            raise OSError(28, "No space left on device")
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "replace", full)
+    extra = ["--runs", "5", "--seed", "1", "--no-database"] if command == "simulate" else []
+    code, out, err = run(capsys, command, *VIOLATES, *extra, "--html", str(tmp_path / "v.html"))
+    assert code == 2 and "No space left on device" in one_line(err)
+    assert "violation: x-below-limit fails after 2 steps" in out  # the verdict is printed all the same
+    _no_temporaries(tmp_path)

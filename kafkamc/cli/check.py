@@ -79,7 +79,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     result = run_check(args, args.spec)
     if ":" in args.spec:
         result = dataclasses.replace(result, extra={**result.extra, "spec_ref": args.spec})
-    written = write_counterexample(result, args.out, args.html)
+    written, unwritten = _write(result, args)
     if args.json:
         doc = result_to_json(result)
         if result.extra.get("recoverability"):
@@ -98,4 +98,15 @@ def _cmd_check(args: argparse.Namespace) -> int:
                 render_trace(result.trace, entities=getattr(load_spec_class(args.spec), "entities", None))))
         for path in written:
             print(printable(f"counterexample written to {path}"))
+    if unwritten is not None:
+        raise unwritten  # after the verdict, which a failed write must not cost
     return EXIT_FOR_RESULT[result.result]
+
+
+def _write(result: CheckResult, args: argparse.Namespace) -> tuple[list[str], UsageError | None]:
+    """The counterexample files, or the error that kept them from being written (the paths were
+    checked before exploring, but a disk can fill up or a path change in the meantime)."""
+    try:
+        return write_counterexample(result, args.out, args.html), None
+    except UsageError as exc:
+        return [], exc

@@ -15,6 +15,7 @@ from kafkamc.result import VIOLATION, CheckResult
 from kafkamc.cli.args import int_at_least, seconds
 from kafkamc.cli.output import check_counterexample_paths, write_counterexample
 from kafkamc.counterexamples.render import render_trace, result_to_json
+from kafkamc.errors import UsageError
 from kafkamc.spec.registry import build_spec, select_properties
 from kafkamc.terminal import printable, printable_lines
 
@@ -131,7 +132,10 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         spec, props, runs=args.runs, steps=args.steps, seed=args.seed, time_limit=args.time,
         database=None if args.no_database else args.database, deadlock=args.deadlock,
     )
-    written = write_counterexample(result, args.out, args.html)
+    try:
+        written, unwritten = write_counterexample(result, args.out, args.html), None
+    except UsageError as exc:  # after a long run: print the verdict first, then fail
+        written, unwritten = [], exc
     if args.json:
         print(json.dumps(simulation_to_json(result)))
     else:
@@ -141,4 +145,6 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
             print(printable_lines(render_trace(result.trace)))
         for path in written:
             print(printable(f"counterexample written to {path}"))
+    if unwritten is not None:
+        raise unwritten
     return EXIT_VIOLATION if result.result == VIOLATION else EXIT_OK
