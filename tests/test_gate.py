@@ -463,7 +463,8 @@ def test_junit_xml_carries_hostile_labels(tmp_path, capsys):
     code, _, _ = gate(capsys, "--config", config, "--junit", str(junit))
     assert code == 1
     case = ET.parse(junit).getroot().find("testsuite/testcase")
-    assert "Step(\ufffd<&>\"']]>1)" in case.find("system-out").text
+    # The trace renderer escapes the control character; XML's specials survive as text.
+    assert "Step(\\u0001<&>\"']]>1)" in case.find("system-out").text
 
 
 def test_an_engine_that_is_not_installed_fails_its_check(tmp_path, capsys, monkeypatch):

@@ -13,7 +13,7 @@ from kafkamc.cli.output import write_counterexample
 from kafkamc.counterexamples.render import render_summary, render_trace, result_to_json
 from kafkamc.errors import UsageError
 from kafkamc.result import INCOMPLETE, OK, VIOLATION, CheckResult
-from kafkamc.spec.registry import build_spec, load_spec_class, select_properties
+from kafkamc.spec.registry import build_spec, select_properties
 
 __all__ = ["register", "run_check", "EXIT_FOR_RESULT"]
 
@@ -92,7 +92,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
                 print(line)
         if result.trace is not None:
             print()
-            print(render_trace(result.trace, entities=getattr(load_spec_class(args.spec), "entities", None)))
+            print(render_trace(result))
         for path in written:
             print(f"counterexample written to {path}")
     return EXIT_FOR_RESULT[result.result]

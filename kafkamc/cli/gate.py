@@ -692,8 +692,7 @@ def _details(outcome: Outcome) -> str:
         if notes:
             parts.append("\n".join(notes))
         if outcome.result.trace is not None:
-            entities = getattr(type(c.spec), "entities", None)
-            parts.append("counterexample:\n" + render_trace(outcome.result.trace, entities=entities))
+            parts.append("counterexample:\n" + render_trace(outcome.result))
     if outcome.files:
         parts.append("written: " + ", ".join(outcome.files))
     return "\n\n".join(parts) + "\n"

@@ -7,6 +7,7 @@ Exit codes as for ``check``: 0 no violation found (which is not a proof), 1 a vi
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from typing import Any
@@ -129,6 +130,9 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         spec, props, runs=args.runs, steps=args.steps, seed=args.seed, time_limit=args.time,
         database=None if args.no_database else args.database, deadlock=args.deadlock,
     )
+    if ":" in args.spec:
+        # As check does: the trace file names the spec class, and its hints are recorded.
+        result = dataclasses.replace(result, extra={**result.extra, "spec_ref": args.spec})
     written = write_counterexample(result, args.out, args.html)
     if args.json:
         print(json.dumps(simulation_to_json(result)))
@@ -136,7 +140,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         print(render_simulation(result))
         if result.trace is not None:
             print()
-            print(render_trace(result.trace))
+            print(render_trace(result))
         for path in written:
             print(f"counterexample written to {path}")
     return EXIT_VIOLATION if result.result == VIOLATION else EXIT_OK
