@@ -855,4 +855,11 @@ def register(subparsers: Any) -> None:
 def _cmd_gate(args: argparse.Namespace) -> int:
     config = load_config(find_config(args.config))
     checks = select_checks(config.checks, args.only)
+    spark = [c.name for c in checks if c.engine == "spark"]
+    if spark:
+        from kafkamc.cli.check import spark_missing
+
+        missing = spark_missing()
+        if missing:
+            raise UsageError(f"check {spark[0]} uses engine = \"spark\", which {missing}")
     return run_gate(config, checks, out_dir=args.out, junit=args.junit, as_json=args.json)
