@@ -472,8 +472,8 @@ def test_entities_come_from_parameter_names_and_lengths():
                                    "network": []}}]}
     kinds = infer_entities(txn_like)
     assert [(k["kind"], k["fields"], k["names"]) for k in kinds] == [
-        ("producer", ["producers"], ["producer 1", "producer 2"]),
-        ("partition", ["partitions"], ["partition 1", "partition 2"])]
+        ("producer", ["producers"], ["producer1", "producer2"]),
+        ("partition", ["partitions"], ["partition1", "partition2"])]
     assert kinds[0]["columns"] == {"producers": ["e"]} and kinds[1]["columns"] == {"partitions": ["log"]}
     lanes = lanes_of({"trace": [
         {"action": None, "state": {"producers": [1, 1], "partitions": [0, 0]}},
