@@ -53,3 +53,19 @@ def test_gate_with_a_spark_check_without_pyspark_is_one_line_exit_2(monkeypatch,
     assert 'check big uses engine = "spark"' in err and "pip install 'kafkamc[spark]'" in err
     # A selection without the Spark check runs.
     assert main(["gate", "--config", str(config), "--only", "local"]) == 0
+
+
+def test_the_viewer_css_and_script_are_package_data_files_not_python_strings():
+    from kafkamc.counterexamples import html
+
+    viewer = ROOT / "kafkamc" / "counterexamples" / "viewer"
+    for name in ("viewer.css", "viewer.js", "viewer.html"):
+        text = (viewer / name).read_text(encoding="utf-8")
+        assert text.strip() and html.viewer_asset(name) == text
+    patterns = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"][
+        "package-data"]["kafkamc.counterexamples"]
+    assert {"viewer/*.css", "viewer/*.js", "viewer/*.html"} <= set(patterns)
+    source = Path(html.__file__).read_text(encoding="utf-8")
+    assert "function (" not in source and "border-collapse" not in source
+    page = html.render_html({"schema": 1, "trace": [{"action": None, "state": {"x": 1}}]})
+    assert html.viewer_asset("viewer.js") in page and html.viewer_asset("viewer.css") in page

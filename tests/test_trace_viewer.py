@@ -531,3 +531,17 @@ def test_replay_of_a_spec_that_raises_exits_3_naming_the_action(tmp_path, capsys
     path.write_text(json.dumps(doc))
     code, _, err = run(capsys, "trace", "replay", str(path), "--spec", "toyspecs:Raising")
     assert code == 3 and "action step raised ZeroDivisionError" in err
+
+
+def test_viewer_uses_the_descriptions_entities_and_sets_a_file_records():
+    # A user's spec that cannot be imported here: all the viewer knows comes from the file.
+    doc = {"schema": 1, "spec": "elsewhere", "spec_ref": "not_importable_module:Spec", "params": {},
+           "violated": "small", "invariants": ["small"], "descriptions": {"small": "x stays small"},
+           "entities": {"node": ["x"]},
+           "trace": [{"action": None, "state": {"x": [0, 0], "s": []}, "sets": ["/s"]},
+                     {"action": "Bump(n2)", "state": {"x": [0, 1], "s": [2]}, "sets": ["/s"]}]}
+    data = page_data(doc)
+    assert data["description"] == "x stays small" and data["descriptions"] == {"small": "x stays small"}
+    assert [(g["kind"], g["names"]) for g in data["entities"]] == [("node", ["n1", "n2"])]
+    assert [row["name"] for row in data["lanes"]["rows"]] == ["n1", "n2", "shared"]
+    assert [s["sets"] for s in data["steps"]] == [["/s"], ["/s"]]
