@@ -14,9 +14,9 @@ from kafkamc.counterexamples.render import render_summary, render_trace, result_
 from kafkamc.errors import UsageError
 from kafkamc.result import INCOMPLETE, OK, VIOLATION, CheckResult
 from kafkamc.terminal import printable, printable_lines
-from kafkamc.spec.registry import build_spec, load_spec_class, select_properties
+from kafkamc.spec.registry import build_spec, select_properties
 
-__all__ = ["register", "run_check", "EXIT_FOR_RESULT"]
+__all__ = ["register", "run_check", "spark_engine", "spark_missing", "EXIT_FOR_RESULT"]
 
 EXIT_FOR_RESULT = {OK: 0, VIOLATION: 1, INCOMPLETE: 4}
 
@@ -26,6 +26,35 @@ def register(subparsers: Any) -> None:
     chk.add_argument("spec", help="a bundled spec name (see 'kafkamc list') or module:Class")
     add_check_arguments(chk)
     chk.set_defaults(run=_cmd_check)
+
+
+SPARK_EXTRA = "pip install 'kafkamc[spark]'"
+
+
+def spark_missing() -> str | None:
+    """What the Spark engine lacks here: pyspark is an optional dependency (the ``spark`` extra,
+    with the numpy the engine uses); None when both import."""
+    missing = []
+    for module in ("pyspark", "numpy"):
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(module)
+    if not missing:
+        return None
+    return f"needs {' and '.join(missing)}, which this installation lacks; install the spark extra: {SPARK_EXTRA}"
+
+
+def spark_engine() -> Any:
+    """The Spark engine's entry point, or UsageError saying what to install."""
+    missing = spark_missing()
+    if missing:
+        raise UsageError(f"--engine spark {missing}")
+    try:
+        from kafkamc.checker.spark import explore_spark
+    except ImportError as exc:
+        raise UsageError(f"engine spark is not available: {exc}") from None
+    return explore_spark
 
 
 def run_check(args: argparse.Namespace, spec_ref: str) -> CheckResult:
@@ -53,10 +82,7 @@ def run_check(args: argparse.Namespace, spec_ref: str) -> CheckResult:
     show_progress = args.progress or (sys.stderr.isatty() and not args.json)
     progress = print_progress if show_progress else None
     if args.engine == "spark":
-        try:
-            from kafkamc.checker.spark import explore_spark
-        except ImportError as exc:
-            raise UsageError(f"engine spark is not available: {exc}") from None
+        explore_spark = spark_engine()
         if args.workers is not None:
             raise UsageError("--workers applies only to --engine local; Spark uses --partitions")
         return explore_spark(
@@ -94,8 +120,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
                 print(line)
         if result.trace is not None:
             print()
-            print(printable_lines(
-                render_trace(result.trace, entities=getattr(load_spec_class(args.spec), "entities", None))))
+            print(printable_lines(render_trace(result)))
         for path in written:
             print(printable(f"counterexample written to {path}"))
     if unwritten is not None:

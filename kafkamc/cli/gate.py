@@ -720,8 +720,7 @@ def _details(outcome: Outcome) -> str:
         if notes:
             parts.append("\n".join(notes))
         if outcome.result.trace is not None:
-            entities = getattr(type(c.spec), "entities", None)
-            parts.append("counterexample:\n" + render_trace(outcome.result.trace, entities=entities))
+            parts.append("counterexample:\n" + render_trace(outcome.result))
     if outcome.files:
         parts.append("written: " + ", ".join(outcome.files))
     return "\n\n".join(parts) + "\n"
@@ -887,6 +886,13 @@ def register(subparsers: Any) -> None:
 def _cmd_gate(args: argparse.Namespace) -> int:
     config = load_config(find_config(args.config))
     checks = select_checks(config.checks, args.only)
+    spark = [c.name for c in checks if c.engine == "spark"]
+    if spark:
+        from kafkamc.cli.check import spark_missing
+
+        missing = spark_missing()
+        if missing:
+            raise UsageError(f"check {spark[0]} uses engine = \"spark\", which {missing}")
     if args.out is not None:
         check_output_dir(args.out, "--out")
     if args.junit is not None:

@@ -7,8 +7,8 @@ Exit codes as for ``check``: 0 no violation found (which is not a proof), 1 a vi
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
-import sys
 from typing import Any
 
 from kafkamc.result import VIOLATION, CheckResult
@@ -132,6 +132,9 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         spec, props, runs=args.runs, steps=args.steps, seed=args.seed, time_limit=args.time,
         database=None if args.no_database else args.database, deadlock=args.deadlock,
     )
+    if ":" in args.spec:
+        # As check does: the trace file names the spec class, and its hints are recorded.
+        result = dataclasses.replace(result, extra={**result.extra, "spec_ref": args.spec})
     try:
         written, unwritten = write_counterexample(result, args.out, args.html), None
     except UsageError as exc:  # after a long run: print the verdict first, then fail
@@ -142,7 +145,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         print(printable_lines(render_simulation(result)))
         if result.trace is not None:
             print()
-            print(printable_lines(render_trace(result.trace)))
+            print(printable_lines(render_trace(result)))
         for path in written:
             print(printable(f"counterexample written to {path}"))
     if unwritten is not None:

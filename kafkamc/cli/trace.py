@@ -13,12 +13,12 @@ import re
 from typing import Any, Iterator
 
 from kafkamc.counterexamples.itf import load_trace_file
-from kafkamc.counterexamples.render import state_to_json
+from kafkamc.counterexamples.render import render_trace, state_to_json
 from kafkamc.errors import MalformedSpec, SpecRaised, UsageError
 from kafkamc.safewrite import check_output_file
 from kafkamc.terminal import printable
 
-__all__ = ["register", "render_document", "replay_document", "ReplayReport", "flatten_json", "show_json"]
+__all__ = ["register", "render_document", "replay_document", "ReplayReport", "show_json"]
 
 EXIT_REPRODUCED, EXIT_NOT_REPRODUCED = 0, 1
 _BARE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
@@ -69,50 +69,6 @@ def show_json(value: Any) -> str:
     return str(value)
 
 
-def flatten_json(value: Any, prefix: str = "") -> dict[str, Any]:
-    """Dotted paths to leaves: objects are opened, and lists whose items are all lists or objects
-    by index (so a per-replica tuple of logs or sets reads ``logs[0]``); other lists are leaves."""
-    if isinstance(value, dict) and value:
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            out.update(flatten_json(item, f"{prefix}.{printable(key)}" if prefix else printable(key)))
-        return out
-    if isinstance(value, list) and value and all(isinstance(v, (list, dict)) for v in value):
-        out = {}
-        for i, item in enumerate(value):
-            out.update(flatten_json(item, f"{prefix}[{i}]"))
-        return out
-    return {prefix or "state": value}
-
-
-def _opened(path: str, flat: dict[str, Any]) -> bool:
-    """Whether ``path`` is a container that ``flat`` shows by its items (it was empty elsewhere)."""
-    return any(k.startswith(path + "[") or k.startswith(path + ".") for k in flat)
-
-
-def diff_lines(prev: dict[str, Any], flat: dict[str, Any]) -> list[tuple[str, Any, Any]]:
-    """(path, old, new) for every changed leaf; ``_ABSENT`` for a missing side."""
-    out = []
-    for path, value in flat.items():
-        if path not in prev:
-            if value in ([], {}) and _opened(path, prev):
-                continue
-            out.append((path, _ABSENT, value))
-        elif prev[path] != value:
-            out.append((path, prev[path], value))
-    for path, value in prev.items():
-        if path not in flat and not (value in ([], {}) and _opened(path, flat)):
-            out.append((path, value, _ABSENT))
-    return out
-
-
-_ABSENT = object()
-
-
-def _shown(value: Any) -> str:
-    return "(absent)" if value is _ABSENT else show_json(value)
-
-
 def _header(doc: dict[str, Any]) -> list[str]:
     params = " ".join(f"{printable(str(k))}={show_json(v)}" for k, v in doc.get("params", {}).items())
     spec = printable(str(doc.get("spec") or "(unnamed spec)"))
@@ -137,29 +93,9 @@ def _header(doc: dict[str, Any]) -> list[str]:
 
 
 def render_document(doc: dict[str, Any], full: bool = False) -> str:
-    """The terminal rendering of a trace document, in the layout of ``kafkamc check``'s trace."""
-    lines = _header(doc) + [""]
-    prev: dict[str, Any] | None = None
-    steps = doc["trace"]
-    width = len(str(len(steps)))
-    pad = " " * width
-    last = len(steps)
-    for n, step in enumerate(steps, start=1):
-        flat = flatten_json(step["state"])
-        title = "initial state" if step["action"] is None else printable(step["action"])
-        mark = ""
-        if n == last and doc.get("violated"):
-            what = "no successors (deadlock)" if doc["violated"] == "deadlock" else f"{printable(str(doc['violated']))} fails"
-            mark = f"   <- {what} here"
-        lines.append(f"{n:>{width}}. {title}{mark}")
-        if prev is None or full:
-            for path, value in flat.items():
-                lines.append(f"{pad}    {path} = {show_json(value)}")
-        else:
-            for path, old_value, new_value in diff_lines(prev, flat):
-                lines.append(f"{pad}    {path}: {_shown(old_value)} -> {_shown(new_value)}")
-        prev = flat
-    return "\n".join(lines)
+    """The terminal rendering of a trace document: a header, then the trace exactly as
+    ``kafkamc check`` prints it (one renderer, ``render_trace``, for both)."""
+    return "\n".join(_header(doc) + ["", render_trace(doc, full=full)])
 
 
 def _cmd_show(args: argparse.Namespace) -> int:

@@ -109,6 +109,8 @@ def result_to_itf(result: CheckResult) -> dict[str, Any]:
     }
     if result.extra.get("spec_ref"):
         meta["spec_ref"] = result.extra["spec_ref"]
+    # The spec's entities hook and property descriptions, as the JSON trace records them.
+    meta.update({k: v for k, v in result_to_json(result).items() if k in ("entities", "descriptions")})
     if whole:
         meta["kafkamc_whole_state"] = True
     states = []
@@ -200,6 +202,40 @@ def itf_to_json_value(value: Any) -> Any:
     raise _Malformed(f"an unknown ITF encoding {_short(tag)}")
 
 
+def _itf_set_pointers(value: Any, pointer: str, out: list[str]) -> None:
+    """The JSON Pointers, into the value ``itf_to_json_value`` makes of ``value``, of its sets
+    (the ``sets`` of a step, so the renderer tells a set from a tuple as for a JSON trace)."""
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            _itf_set_pointers(item, f"{pointer}/{i}", out)
+        return
+    if not isinstance(value, dict):
+        return
+    if len(value) == 1 and next(iter(value)) in ("#set", "#tup", "#map"):
+        tag, inner = next(iter(value.items()))
+        if tag == "#set":
+            out.append(pointer)
+            inner = sorted(inner, key=lambda v: json_sort_key(itf_to_json_value(v)))
+        if tag == "#map":
+            pairs = [(itf_to_json_value(k), k, v) for k, v in inner]
+            if all(isinstance(k, str) for k, _, _ in pairs):
+                for key, _, v in pairs:
+                    _itf_set_pointers(v, f"{pointer}/{key.replace('~', '~0').replace('/', '~1')}", out)
+            else:
+                pairs.sort(key=lambda kv: json_sort_key(kv[0]))
+                for i, (_, k, v) in enumerate(pairs):
+                    _itf_set_pointers(k, f"{pointer}/{i}/0", out)
+                    _itf_set_pointers(v, f"{pointer}/{i}/1", out)
+            return
+        for i, item in enumerate(inner):
+            _itf_set_pointers(item, f"{pointer}/{i}", out)
+        return
+    if any(isinstance(k, str) and k.startswith("#") for k in value):
+        return
+    for key, item in value.items():
+        _itf_set_pointers(item, f"{pointer}/{key.replace('~', '~0').replace('/', '~1')}", out)
+
+
 def is_itf(obj: Any) -> bool:
     """True for a JSON object shaped like an ITF trace (a ``states`` list and a ``vars`` list)."""
     return isinstance(obj, dict) and isinstance(obj.get("states"), list) and isinstance(obj.get("vars"), list)
@@ -237,9 +273,16 @@ def itf_to_document(obj: Any, where: str = "the ITF trace") -> dict[str, Any]:
             state = {v: itf_to_json_value(item[v]) for v in variables if v != _QUINT_ACTION}
         except _Malformed as exc:
             raise UsageError(f"{where}: state {n}: {exc}") from None
+        sets: list[str] = []
+        for v in variables:
+            if v != _QUINT_ACTION:
+                _itf_set_pointers(item[v], "" if whole else "/" + v.replace("~", "~0").replace("/", "~1"), sets)
         if whole:
             state = state.get(_WHOLE_STATE)
-        trace.append({"action": None if n == 0 else action, "state": state})
+        step = {"action": None if n == 0 else action, "state": state}
+        if sets:
+            step["sets"] = sorted(sets)
+        trace.append(step)
     params = meta.get("parameters") if isinstance(meta.get("parameters"), dict) else {}
     spec = meta.get("spec") if isinstance(meta.get("spec"), str) else None
     invariants = meta.get("invariants") if isinstance(meta.get("invariants"), list) else []
@@ -255,11 +298,14 @@ def itf_to_document(obj: Any, where: str = "the ITF trace") -> dict[str, Any]:
         "format": "itf",
         "kafkamc": spec is not None,
     }
-    for stat in ("distinct_states", "states_generated", "depth"):
-        if isinstance(meta.get(stat), int) and not isinstance(meta.get(stat), bool):
-            doc[stat] = meta[stat]
+    for key in ("distinct_states", "states_generated", "depth"):
+        if isinstance(meta.get(key), int) and not isinstance(meta.get(key), bool):
+            doc[key] = meta[key]
     if isinstance(meta.get("spec_ref"), str):
         doc["spec_ref"] = meta["spec_ref"]
+    for key in ("entities", "descriptions"):
+        if isinstance(meta.get(key), dict):
+            doc[key] = meta[key]
     path = meta.get("path")
     if isinstance(path, list) and path and all(isinstance(i, int) and not isinstance(i, bool) for i in path):
         doc["path"] = list(path)

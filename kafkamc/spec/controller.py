@@ -183,6 +183,8 @@ class Controller(Spec):
         Param("requests", 2, "bound on control requests sent in all, duplicates included", min=1, max=8),
         Param("in_flight", 2, "bound on control requests in flight at once", min=1, max=8),
     )
+    # brokers[b - 1] is broker b: one swim lane per broker in the viewer, b1 in traces.
+    entities = {"broker": ("brokers",)}
     invariants = (
         single_controller_per_epoch,
         controller_epoch_monotonic,

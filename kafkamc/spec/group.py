@@ -500,6 +500,8 @@ class Group(Spec):
               "generation-aware (KIP-341/KIP-792) or raw (before 2.3, KAFKA-7026)",
               choices=STICKY_CLAIMS),
     )
+    # clients[k - 1] is consumer process k: one swim lane per client in the viewer, c1 in traces.
+    entities = {"client": ("clients",)}
     invariants = (
         no_double_assignment,
         no_double_ownership,
