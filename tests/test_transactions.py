@@ -30,7 +30,7 @@ from kafkamc.spec.transactions import (
 ALL = (
     "atomicity", "client-commit-truth", "zombie-fencing", "no-hanging-transaction",
     "no-cross-transaction-leak", "read-committed-isolation", "no-duplicate-append",
-    "valid-coordinator-transitions",
+    "commit-by-own-end-txn", "valid-coordinator-transitions",
 )
 
 
@@ -69,7 +69,7 @@ def test_tv2_default_satisfies_every_property():
     r = check()
     assert r.result == "ok", (r.violated, r.trace and actions(r))
     assert set(r.invariants) == set(ALL)
-    assert (r.distinct_states, r.states_generated, r.depth) == (51057, 127234, 23)
+    assert (r.distinct_states, r.states_generated, r.depth) == (55691, 136320, 23)
 
 
 def test_tv1_delayed_produce_leaves_a_hanging_transaction():
@@ -98,10 +98,10 @@ def test_tv1_verify_prevents_the_hanging_transaction_that_tv1_has():
     assert r.violated == "no-hanging-transaction" and len(r.trace.steps) == 8
     r = check("no-hanging-transaction", version="tv1-verify", **small)
     assert r.result == "ok"
-    assert (r.distinct_states, r.depth) == (1894, 18)
+    assert (r.distinct_states, r.depth) == (1902, 18)
     r = check("no-hanging-transaction", version="tv1-verify", producers=2, partitions=1)
     assert r.result == "ok"
-    assert (r.distinct_states, r.depth) == (10415, 21)
+    assert (r.distinct_states, r.depth) == (10445, 21)
 
 
 def test_tv1_verify_still_leaks_across_transactions():
@@ -153,7 +153,7 @@ def test_tv2_timeout_abort_bumps_the_epoch_even_without_kafka_6119():
     # Under TV2 every abort bumps the epoch, so the pre-1.1 timeout is harmless there.
     r = check("client-commit-truth", producers=1, max_delayed=0, timeout_bumps_epoch=False)
     assert r.result == "ok"
-    assert (r.distinct_states, r.depth) == (490, 17)
+    assert (r.distinct_states, r.depth) == (529, 17)
 
 
 def test_non_idempotent_retry_appends_a_duplicate():
@@ -169,7 +169,7 @@ def test_non_idempotent_retry_appends_a_duplicate():
 def test_tv2_with_coordinator_failover_satisfies_every_property():
     r = check(producers=1, partitions=1, coordinator_failover=True)
     assert r.result == "ok"
-    assert (r.distinct_states, r.depth) == (2804, 18)
+    assert (r.distinct_states, r.depth) == (3203, 18)
     labels = set()
     spec = Transactions(producers=1, partitions=1, coordinator_failover=True)
     for _, label, _ in spec.successors(spec.initial()[0]):
@@ -178,7 +178,7 @@ def test_tv2_with_coordinator_failover_satisfies_every_property():
 
 
 def _coordinator(state: TxnState, fencing: bool = False, epoch: int = 0, parts=(1,), pending=()) -> Coordinator:
-    return Coordinator(state, fencing, epoch, frozenset(parts), frozenset(pending), 1, 1)
+    return Coordinator(state, fencing, epoch, frozenset(parts), frozenset(pending), 1, 1, 1)
 
 
 def _state(c: Coordinator, partitions: tuple[DataPartition, ...] = ()) -> TransactionsState:
@@ -214,3 +214,43 @@ def test_no_hanging_and_read_committed_reject_broken_states():
     # An LSO that forgot the open transaction exposes an undecided batch.
     forgotten = DataPartition((batch,), 0, 0, -1, 1)
     assert not read_committed_isolation(p, _state(_coordinator(TxnState.Ongoing), (forgotten,)))
+
+
+# -- the three fences of InitProducerId (KIP-98), each shown to matter ------------------------
+
+def test_without_the_epoch_bump_a_zombie_is_accepted():
+    r = check("zombie-fencing", init_bumps_epoch=False)
+    assert r.violated == "zombie-fencing" and len(r.trace.steps) == 5
+    steps = actions(r)
+    assert steps[0] == "InitProducerId(producer=1) -> epoch 0"
+    assert "InitProducerId(producer=2) -> epoch 0" in steps
+    assert steps[-1] == "Produce(producer=1, p1, epoch=0, seq=0, txn=1) -> acked"
+
+
+def test_without_aborting_the_ongoing_transaction_it_hangs():
+    r = check("no-hanging-transaction", init_aborts_ongoing=False)
+    assert r.violated == "no-hanging-transaction" and len(r.trace.steps) == 5
+    assert actions(r)[-1] == "InitProducerId(producer=2) -> epoch 1"
+    # The dropped transaction is also an invalid transition of the transaction log: Ongoing -> Empty.
+    r = check("valid-coordinator-transitions", init_aborts_ongoing=False)
+    assert r.violated == "valid-coordinator-transitions" and len(r.trace.steps) == 5
+
+
+def test_without_the_partition_epoch_check_a_zombie_batch_is_committed():
+    # tv2 needs no partition check (an old epoch is never "ongoing" and the implicit add is
+    # fenced); tv1-verify skips verification when any transaction of the producer id is open.
+    small = dict(version="tv1-verify", partitions=1)
+    r = check("zombie-fencing", partition_rejects_old_epoch=False, **small)
+    assert r.violated == "zombie-fencing" and len(r.trace.steps) == 15
+    r = check("zombie-fencing", partition_rejects_old_epoch=True, **small)
+    assert r.result == "ok" and r.distinct_states == 10445
+    assert check(partition_rejects_old_epoch=False).distinct_states == check().distinct_states
+
+
+def test_delayed_end_txn_commits_a_later_transaction_under_tv1():
+    for version in ("tv1", "tv1-verify"):
+        r = check("commit-by-own-end-txn", version=version)
+        assert r.violated == "commit-by-own-end-txn" and len(r.trace.steps) == 11
+        steps = actions(r)
+        assert steps[3] == "EndTxn(producer=1, COMMIT, epoch=0, txn=1) -> delayed"
+        assert steps[-1].startswith("DeliverDelayed(EndTxn(producer=1, COMMIT, epoch=0, txn=1) -> OK")

@@ -14,13 +14,13 @@ from kafkamc.invariants.api import action_property, invariant
 __all__ = [
     "atomicity", "client_commit_truth", "zombie_fencing", "no_hanging_transaction",
     "no_cross_transaction_leak", "read_committed_isolation", "valid_coordinator_transitions",
-    "no_duplicate_append",
+    "no_duplicate_append", "commit_by_own_end_txn",
 ]
 
 # EntryKind and TxnState values of kafkamc.spec.transactions (IntEnums compare equal to ints;
 # importing the spec module here would be circular).
 _DATA, _COMMIT, _ABORT = 0, 1, 2
-_ONGOING, _PREPARE_COMMIT, _PREPARE_ABORT, _PREPARE_EPOCH_FENCE = 1, 2, 3, 7
+_ONGOING, _PREPARE_COMMIT, _PREPARE_ABORT, _COMPLETE_COMMIT, _PREPARE_EPOCH_FENCE = 1, 2, 3, 4, 7
 
 
 def _closing_markers(log):
@@ -74,12 +74,14 @@ def client_commit_truth(p, s) -> bool:
     return True
 
 
-@invariant("zombie-fencing", "once InitProducerId returned epoch e, nothing with a lower epoch is committed or accepted by the coordinator")
+@invariant("zombie-fencing", "once a newer producer instance got its epoch, nothing an older one sent is committed or accepted by the coordinator")
 def zombie_fencing(p, s) -> bool:
-    """KIP-98 zombie fencing through the producer epoch.
+    """KIP-98 zombie fencing: InitProducerId of a new instance fences every older one (a zombie).
 
-    No COMMIT marker written after InitProducerId returned epoch e closes a batch of an epoch
-    below e, and the coordinator accepted no AddPartitionsToTxn/EndTxn below e.
+    No COMMIT marker written after InitProducerId answered instance k closes a batch sent by an
+    instance older than k, and the coordinator accepted no AddPartitionsToTxn/EndTxn (nor an
+    implicit add, tv2) from an instance older than the newest initialised one. The claim is about
+    instances, not epochs, so a variant that hands out the same epoch twice can break it.
     """
     if s.stale_accepted:
         return False
@@ -88,7 +90,7 @@ def zombie_fencing(p, s) -> bool:
         if not log:
             continue
         for entry, marker in zip(log, _closing_markers(log)):
-            if marker is not None and marker.kind == _COMMIT and entry.epoch < marker.init_epoch:
+            if marker is not None and marker.kind == _COMMIT and entry.producer < marker.init_instance:
                 return False
     return True
 
@@ -183,6 +185,21 @@ def read_committed_isolation(p, s) -> bool:
             marker = closing[k]
             if marker is None or marker.kind != _COMMIT:
                 return False
+    return True
+
+
+@invariant("commit-by-own-end-txn", "a transaction commits only if its own client sent EndTxn(COMMIT) for it")
+def commit_by_own_end_txn(p, s) -> bool:
+    """KIP-890's delayed EndTxn: the coordinator decides to commit a transaction only on an
+    EndTxn(COMMIT) that its own client sent in that transaction.
+
+    Under tv1 an EndTxn(COMMIT) of transaction 1 that is delayed (the client retried and
+    succeeded) can arrive while transaction 2 of the same epoch is Ongoing, and commits it
+    although its client is still producing. KIP-890 part 2's per-transaction epoch rejects it.
+    """
+    c = s.coordinator
+    if c.state == _PREPARE_COMMIT or c.state == _COMPLETE_COMMIT:
+        return c.end_txn == c.txn
     return True
 
 

@@ -55,6 +55,7 @@ from kafkamc.invariants.recoverability import lso_can_advance
 from kafkamc.invariants.transactions import (
     atomicity,
     client_commit_truth,
+    commit_by_own_end_txn,
     no_cross_transaction_leak,
     no_duplicate_append,
     no_hanging_transaction,
@@ -153,8 +154,8 @@ class Entry:
     for a marker). coordinator_epoch: a marker's coordinator epoch (-1 for data). txn (ghost): the
     client transaction a data batch was sent in, or for a marker the client transaction that
     opened the coordinator transaction it ends. producer (ghost): the instance that sent a data
-    batch (0 for a marker). init_epoch (ghost): for a marker, the highest epoch InitProducerId had
-    returned when it was written (-1 for data).
+    batch (0 for a marker). init_instance (ghost): for a marker, the newest producer instance
+    InitProducerId had answered when it was written (0 for data).
     """
 
     kind: EntryKind
@@ -163,7 +164,7 @@ class Entry:
     coordinator_epoch: int
     txn: int
     producer: int
-    init_epoch: int
+    init_instance: int
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -192,6 +193,8 @@ class Coordinator:
     pending_markers: partitions whose WriteTxnMarkers is not yet acknowledged (Prepare* only).
     coordinator_epoch: the leader epoch of the transaction-log partition.
     txn (ghost): the client transaction whose request moved the coordinator to Ongoing.
+    end_txn (ghost): the client transaction whose EndTxn moved it to Prepare* (0: the coordinator's
+    own abort, a timeout or a fence).
     """
 
     state: TxnState
@@ -201,6 +204,7 @@ class Coordinator:
     pending_markers: frozenset[int]
     coordinator_epoch: int
     txn: int
+    end_txn: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,10 +240,12 @@ class TransactionsState:
 
     network: the delayed requests, sorted. delays: how many requests were ever delayed.
     txns_begun: client transactions begun so far (they are numbered 1.. in begin order).
-    init_epoch (ghost): the highest epoch InitProducerId returned, -1 before.
+    init_instance (ghost): the newest producer instance InitProducerId answered, 0 before; the
+    older instances are zombies.
     commits (ghost): (txn, partition) of every acknowledged batch of a client transaction whose
     EndTxn(COMMIT) returned success.
-    stale_accepted (ghost): the coordinator accepted a request with an epoch below init_epoch.
+    stale_accepted (ghost): the coordinator accepted a request from a zombie (an instance older
+    than init_instance).
     """
 
     coordinator: Coordinator
@@ -248,7 +254,7 @@ class TransactionsState:
     network: tuple[Request, ...]
     delays: int
     txns_begun: int
-    init_epoch: int
+    init_instance: int
     commits: frozenset[tuple[int, int]]
     stale_accepted: bool
 
@@ -280,7 +286,7 @@ def _state(
     network: tuple[Request, ...] | None = None,
     delays: int | None = None,
     txns_begun: int | None = None,
-    init_epoch: int | None = None,
+    init_instance: int | None = None,
     commits: frozenset[tuple[int, int]] | None = None,
     stale_accepted: bool | None = None,
 ) -> TransactionsState:
@@ -291,7 +297,7 @@ def _state(
         s.network if network is None else network,
         s.delays if delays is None else delays,
         s.txns_begun if txns_begun is None else txns_begun,
-        s.init_epoch if init_epoch is None else init_epoch,
+        s.init_instance if init_instance is None else init_instance,
         s.commits if commits is None else commits,
         s.stale_accepted if stale_accepted is None else stale_accepted,
     )
@@ -302,8 +308,10 @@ def _put(t: tuple, i: int, v: object) -> tuple:
 
 
 def _coordinator(c: Coordinator, state: TxnState, fencing: bool, epoch: int,
-                 partitions: frozenset[int], pending: frozenset[int], txn: int) -> Coordinator:
-    return Coordinator(state, fencing, epoch, partitions, pending, c.coordinator_epoch, txn)
+                 partitions: frozenset[int], pending: frozenset[int], txn: int,
+                 end_txn: int | None = None) -> Coordinator:
+    return Coordinator(state, fencing, epoch, partitions, pending, c.coordinator_epoch, txn,
+                       c.end_txn if end_txn is None else end_txn)
 
 
 def _client(c: ProducerInstance, state: ClientState) -> ProducerInstance:
@@ -338,7 +346,8 @@ def _verify_partition(c: Coordinator, epoch: int, part: int) -> int:
     return _NONE if part in c.partitions else _INVALID_STATE
 
 
-def _end_txn(p: Params, c: Coordinator, epoch: int, result: TxnResult) -> tuple[int, Coordinator | None]:
+def _end_txn(p: Params, c: Coordinator, epoch: int, result: TxnResult,
+             txn: int) -> tuple[int, Coordinator | None]:
     """handleEndTransaction from a client: endTransactionWithTV1 or, for tv2, endTransaction.
 
     Returns (error, new coordinator); the new coordinator is None when the transition would take
@@ -353,7 +362,7 @@ def _end_txn(p: Params, c: Coordinator, epoch: int, result: TxnResult) -> tuple[
             return _CONCURRENT, c
         if st == _S.Ongoing:
             return _NONE, _coordinator(c, _PREPARE_OF[result], False, epoch, c.partitions,
-                                       c.partitions, c.txn)
+                                       c.partitions, c.txn, txn)
         if st in _COMPLETE:
             return (_NONE if st == _COMPLETE_OF[result] else _INVALID_STATE), c
         if st in _PREPARE:
@@ -376,7 +385,7 @@ def _end_txn(p: Params, c: Coordinator, epoch: int, result: TxnResult) -> tuple[
         if bumped > p.max_epoch:
             return _NONE, None
         return _NONE, _coordinator(c, _PREPARE_OF[result], False, bumped, c.partitions,
-                                   c.partitions, c.txn)
+                                   c.partitions, c.txn, txn)
     if st in _PREPARE:
         return (_CONCURRENT if st == _PREPARE_OF[result] else _INVALID_STATE), c
     if result == TxnResult.Commit:
@@ -388,7 +397,7 @@ def _end_txn(p: Params, c: Coordinator, epoch: int, result: TxnResult) -> tuple[
     # Abort with the current epoch from Empty/Complete*: bump, no partitions, no markers.
     if bumped > p.max_epoch:
         return _NONE, None
-    return _NONE, _coordinator(c, _S.PrepareAbort, False, bumped, _EMPTY, _EMPTY, c.txn)
+    return _NONE, _coordinator(c, _S.PrepareAbort, False, bumped, _EMPTY, _EMPTY, c.txn, txn)
 
 
 # -- the data partition ----------------------------------------------------------------------
@@ -403,8 +412,8 @@ def _produce(p: Params, c: Coordinator, d: DataPartition, part: int, epoch: int,
     ``idempotence`` the sequence number makes a retried batch a duplicate (KIP-98 idempotent
     producer); without it every delivered copy is appended.
     """
-    if epoch < d.producer_epoch:
-        return _REJECT, c, d  # InvalidProducerEpochException
+    if epoch < d.producer_epoch and p.partition_rejects_old_epoch:
+        return _REJECT, c, d  # InvalidProducerEpochException (fence 3 of 3)
     variant = _variant(p)
     # UnifiedLog.hasOngoingTransaction: since KIP-890 part 2 only an open transaction of the same
     # epoch skips the coordinator; in 3.6 (tv1-verify) any open transaction of the producer id did.
@@ -434,7 +443,7 @@ def _produce(p: Params, c: Coordinator, d: DataPartition, part: int, epoch: int,
 
 
 def _marker(p: Params, d: DataPartition, result: TxnResult, epoch: int, coordinator_epoch: int,
-            txn: int, init_epoch: int) -> DataPartition | None:
+            txn: int, init_instance: int) -> DataPartition | None:
     """ProducerAppendInfo.appendEndTxnMarker; None when the partition rejects the marker.
 
     TV1 rejects a lower epoch; TV2 (KIP-890 part 2) a not-higher one, except the re-send of a
@@ -451,7 +460,7 @@ def _marker(p: Params, d: DataPartition, result: TxnResult, epoch: int, coordina
     last_seq = d.last_seq if epoch == d.producer_epoch else -1
     if d.txn_first_offset < 0:
         return DataPartition(d.log, epoch, last_seq, -1, coordinator_epoch)
-    entry = Entry(_MARKER_KIND[result], epoch, -1, coordinator_epoch, txn, 0, init_epoch)
+    entry = Entry(_MARKER_KIND[result], epoch, -1, coordinator_epoch, txn, 0, init_instance)
     return DataPartition(d.log + (entry,), epoch, last_seq, -1, coordinator_epoch)
 
 
@@ -478,7 +487,7 @@ def _send_outcomes(p: Params, s: TransactionsState, i: int, part: int, seq: int,
         yield label + what, _state(
             s, coordinator=c2, producers=_put(s.producers, i, cl),
             partitions=_put(s.partitions, idx, d2),
-            stale_accepted=s.stale_accepted or (c2 is not c and pr.epoch < s.init_epoch),
+            stale_accepted=s.stale_accepted or (c2 is not c and i + 1 < s.init_instance),
         )
     if s.delays < p.max_delayed:
         cl = ProducerInstance(pr.state, pr.epoch, pr.txn, pr.added,
@@ -507,6 +516,15 @@ class Transactions(Spec):
               choices=VERSIONS),
         Param("timeout_bumps_epoch", True, "a timeout abort fences the producer epoch (KAFKA-6119)"),
         Param("idempotence", True, "enable.idempotence: sequence numbers deduplicate retried batches"),
+        # The three fences of InitProducerId (KIP-98); false is a mutation, each breaks a property.
+        Param("init_bumps_epoch", True,
+              "InitProducerId bumps the producer epoch (KIP-98 zombie fencing; false: a mutation)"),
+        Param("init_aborts_ongoing", True,
+              "InitProducerId aborts an ongoing transaction through PrepareEpochFence "
+              "(KIP-98, KAFKA-6119; false: a mutation that drops it)"),
+        Param("partition_rejects_old_epoch", True,
+              "a partition leader rejects a batch below the producer epoch it has seen "
+              "(KIP-98 ProducerAppendInfo, InvalidProducerEpochException; false: a mutation)"),
     )
     invariants = (
         atomicity,
@@ -516,6 +534,7 @@ class Transactions(Spec):
         no_cross_transaction_leak,
         read_committed_isolation,
         no_duplicate_append,
+        commit_by_own_end_txn,
         valid_coordinator_transitions,
     )
     # One swim lane per producer instance and per data partition in the trace viewer.
@@ -524,7 +543,7 @@ class Transactions(Spec):
     default_invariants = (
         "atomicity", "client-commit-truth", "zombie-fencing", "no-hanging-transaction",
         "no-cross-transaction-leak", "read-committed-isolation", "no-duplicate-append",
-        "valid-coordinator-transitions",
+        "commit-by-own-end-txn", "valid-coordinator-transitions",
     )
 
     def validate_params(self, p: Params) -> None:
@@ -537,10 +556,10 @@ class Transactions(Spec):
         client = ProducerInstance(ClientState.NotStarted, -1, 0, _EMPTY,
                                   (SendState.Unsent,) * n, (0,) * n)
         yield TransactionsState(
-            Coordinator(_S.Empty, False, -1, _EMPTY, _EMPTY, 1, 0),
+            Coordinator(_S.Empty, False, -1, _EMPTY, _EMPTY, 1, 0, 0),
             (client,) * p.producers,
             (DataPartition((), -1, -1, -1, -1),) * n,
-            (), 0, 0, -1, frozenset(), False,
+            (), 0, 0, 0, frozenset(), False,
         )
 
     # -- clients ---------------------------------------------------------------------------------
@@ -556,19 +575,25 @@ class Transactions(Spec):
         for i, pr in enumerate(s.producers):
             if pr.state != ClientState.NotStarted or (i > 0 and s.producers[i - 1].state == ClientState.NotStarted):
                 continue
-            if c.fencing or c.state in _PREPARE or c.producer_epoch + 1 > p.max_epoch:
+            if c.fencing or c.state in _PREPARE:
                 continue
-            e = c.producer_epoch + 1
+            # Fence 1 of 3: the bump. Mutated, only the first InitProducerId assigns an epoch.
+            e = c.producer_epoch + 1 if p.init_bumps_epoch or c.producer_epoch < 0 else c.producer_epoch
+            if e > p.max_epoch:
+                continue
             if c.state == _S.Ongoing:
-                fenced = _coordinator(c, _S.Ongoing, True, e, c.partitions, _EMPTY, c.txn)
-                yield f"InitProducerId(producer={i + 1}) -> CONCURRENT_TRANSACTIONS, fence epoch {e}", \
-                    _state(s, coordinator=fenced)
-                continue
+                if p.init_aborts_ongoing:
+                    fenced = _coordinator(c, _S.Ongoing, True, e, c.partitions, _EMPTY, c.txn)
+                    yield f"InitProducerId(producer={i + 1}) -> CONCURRENT_TRANSACTIONS, fence epoch {e}", \
+                        _state(s, coordinator=fenced)
+                    continue
+                # Fence 2 of 3 mutated: the ongoing transaction is dropped, not aborted; no
+                # marker will ever close what it wrote.
             c2 = _coordinator(c, _S.Empty, False, e, _EMPTY, _EMPTY, c.txn)
             n = p.partitions
             cl = ProducerInstance(ClientState.Ready, e, 0, _EMPTY, (SendState.Unsent,) * n, (0,) * n)
             yield f"InitProducerId(producer={i + 1}) -> epoch {e}", _state(
-                s, coordinator=c2, producers=_put(s.producers, i, cl), init_epoch=max(s.init_epoch, e),
+                s, coordinator=c2, producers=_put(s.producers, i, cl), init_instance=i + 1,
             )
 
     @action
@@ -608,7 +633,7 @@ class Transactions(Spec):
                 cl = ProducerInstance(pr.state, pr.epoch, pr.txn, pr.added | {part}, pr.sent, pr.next_seq)
                 yield f"AddPartitionsToTxn(producer={i + 1}, p{part}, epoch={pr.epoch})", _state(
                     s, coordinator=c2, producers=_put(s.producers, i, cl),
-                    stale_accepted=s.stale_accepted or pr.epoch < s.init_epoch,
+                    stale_accepted=s.stale_accepted or i + 1 < s.init_instance,
                 )
 
     @action
@@ -676,7 +701,7 @@ class Transactions(Spec):
                     )
                     continue
                 label = f"EndTxn(producer={i + 1}, {word}, epoch={pr.epoch}, txn={pr.txn})"
-                err, c2 = _end_txn(p, c, pr.epoch, result)
+                err, c2 = _end_txn(p, c, pr.epoch, result, pr.txn)
                 if c2 is not None and err != _CONCURRENT:
                     if err == _NONE:
                         epoch = c2.producer_epoch if tv2 else pr.epoch
@@ -685,7 +710,7 @@ class Transactions(Spec):
                         yield f"{label} -> OK", _state(
                             s, coordinator=c2, producers=_put(s.producers, i, cl),
                             commits=done_commits,
-                            stale_accepted=s.stale_accepted or pr.epoch < s.init_epoch,
+                            stale_accepted=s.stale_accepted or i + 1 < s.init_instance,
                         )
                     else:
                         what = "PRODUCER_FENCED" if err == _FENCED else "INVALID_TXN_STATE"
@@ -710,7 +735,7 @@ class Transactions(Spec):
         """
         c = s.coordinator
         if c.fencing:
-            c2 = _coordinator(c, _S.PrepareAbort, False, c.producer_epoch, c.partitions, c.partitions, c.txn)
+            c2 = _coordinator(c, _S.PrepareAbort, False, c.producer_epoch, c.partitions, c.partitions, c.txn, 0)
             yield f"FenceAbort(epoch={c.producer_epoch})", _state(s, coordinator=c2)
 
     @action
@@ -733,7 +758,7 @@ class Transactions(Spec):
         if _variant(p) != _TV2:
             e = c.producer_epoch
         if e <= p.max_epoch:
-            c2 = _coordinator(c, _S.PrepareAbort, False, e, c.partitions, c.partitions, c.txn)
+            c2 = _coordinator(c, _S.PrepareAbort, False, e, c.partitions, c.partitions, c.txn, 0)
             yield f"TimeoutTransaction(abort, epoch={e})", _state(s, coordinator=c2)
 
     @action
@@ -751,7 +776,7 @@ class Transactions(Spec):
         for part in sorted(c.pending_markers):
             idx = part - 1
             label = f"WriteTxnMarkers(p{part}, {word}, epoch={c.producer_epoch}, coordinator_epoch={c.coordinator_epoch})"
-            d2 = _marker(p, s.partitions[idx], result, c.producer_epoch, c.coordinator_epoch, c.txn, s.init_epoch)
+            d2 = _marker(p, s.partitions[idx], result, c.producer_epoch, c.coordinator_epoch, c.txn, s.init_instance)
             if d2 is not None:
                 c2 = _coordinator(c, c.state, False, c.producer_epoch, c.partitions,
                                   c.pending_markers - {part}, c.txn)
@@ -781,7 +806,7 @@ class Transactions(Spec):
             return
         epoch = c.producer_epoch - 1 if c.fencing else c.producer_epoch
         pending = c.partitions if c.state in _PREPARE else _EMPTY
-        c2 = Coordinator(c.state, False, epoch, c.partitions, pending, c.coordinator_epoch + 1, c.txn)
+        c2 = Coordinator(c.state, False, epoch, c.partitions, pending, c.coordinator_epoch + 1, c.txn, c.end_txn)
         yield f"CoordinatorFailover(coordinator_epoch={c2.coordinator_epoch})", _state(s, coordinator=c2)
 
     # -- the network -----------------------------------------------------------------------------
@@ -804,26 +829,26 @@ class Transactions(Spec):
                 yield (f"DeliverDelayed(Produce(producer={req.producer}, p{req.partition}, epoch={req.epoch}, "
                        f"seq={req.seq}, txn={req.txn}) -> {what})"), _state(
                     s, coordinator=c2, partitions=_put(s.partitions, idx, d2), network=rest,
-                    stale_accepted=s.stale_accepted or (c2 is not s.coordinator and req.epoch < s.init_epoch),
+                    stale_accepted=s.stale_accepted or (c2 is not s.coordinator and req.producer < s.init_instance),
                 )
             elif kind == RequestKind.EndTxn:
                 result = TxnResult(req.result)
                 word = "COMMIT" if result == TxnResult.Commit else "ABORT"
-                err, c2 = _end_txn(p, s.coordinator, req.epoch, result)
+                err, c2 = _end_txn(p, s.coordinator, req.epoch, result, req.txn)
                 if c2 is None:
                     continue
                 what = ("OK", "PRODUCER_FENCED", "CONCURRENT_TRANSACTIONS", "INVALID_TXN_STATE")[err]
                 yield (f"DeliverDelayed(EndTxn(producer={req.producer}, {word}, epoch={req.epoch}, "
                        f"txn={req.txn}) -> {what})"), _state(
                     s, coordinator=c2, network=rest,
-                    stale_accepted=s.stale_accepted or (err == _NONE and req.epoch < s.init_epoch),
+                    stale_accepted=s.stale_accepted or (err == _NONE and req.producer < s.init_instance),
                 )
             else:
                 result = TxnResult(req.result)
                 word = "COMMIT" if result == TxnResult.Commit else "ABORT"
                 idx = req.partition - 1
                 d2 = _marker(p, s.partitions[idx], result, req.epoch, req.coordinator_epoch, req.txn,
-                             s.init_epoch)
+                             s.init_instance)
                 label = (f"DeliverDelayed(WriteTxnMarkers(p{req.partition}, {word}, epoch={req.epoch}, "
                          f"coordinator_epoch={req.coordinator_epoch}, txn={req.txn})")
                 if d2 is None:
