@@ -22,6 +22,7 @@ from kafkamc.spec.transactions import (
     DataPartition,
     Entry,
     EntryKind,
+    ProducerEntry,
     Transactions,
     TransactionsState,
     TxnState,
@@ -69,7 +70,7 @@ def test_tv2_default_satisfies_every_property():
     r = check()
     assert r.result == "ok", (r.violated, r.trace and actions(r))
     assert set(r.invariants) == set(ALL)
-    assert (r.distinct_states, r.states_generated, r.depth) == (55691, 136320, 23)
+    assert (r.distinct_states, r.states_generated, r.depth) == (53918, 132609, 23)
 
 
 def test_tv1_delayed_produce_leaves_a_hanging_transaction():
@@ -177,80 +178,61 @@ def test_tv2_with_coordinator_failover_satisfies_every_property():
     assert "CoordinatorFailover(coordinator_epoch=2)" in labels
 
 
-def _coordinator(state: TxnState, fencing: bool = False, epoch: int = 0, parts=(1,), pending=()) -> Coordinator:
-    return Coordinator(state, fencing, epoch, frozenset(parts), frozenset(pending), 1, 1, 1)
+def _coordinator(state: TxnState, fencing: bool = False, epoch: int = 0, parts=(1,), pending=(),
+                 log_state: TxnState | None = None) -> Coordinator:
+    log_state = state if log_state is None else log_state
+    return Coordinator(state, fencing, False, 1, epoch, frozenset(parts), frozenset(pending), 1,
+                       log_state, epoch - 1 if fencing else epoch, (), 1, 1)
 
 
 def _state(c: Coordinator, partitions: tuple[DataPartition, ...] = ()) -> TransactionsState:
     return TransactionsState(c, (), partitions, (), 0, 1, 0, frozenset(), False)
 
 
-def test_valid_coordinator_transitions_follows_kafkas_table():
+def _partition(log, *entries) -> DataPartition:
+    return DataPartition(tuple(log), tuple(ProducerEntry(*e) for e in entries))
+
+
+def test_valid_coordinator_transitions_reads_the_committed_records():
     p1 = Transactions(version="tv1").p
     p2 = Transactions(version="tv2").p
     ongoing = _state(_coordinator(TxnState.Ongoing))
-    empty = _state(_coordinator(TxnState.Empty))
+    empty = _state(_coordinator(TxnState.Empty, parts=()))
+    empty_bumped = _state(_coordinator(TxnState.Empty, epoch=1, parts=()))
     fence = _state(_coordinator(TxnState.Ongoing, fencing=True, epoch=1))
     prepare_abort = _state(_coordinator(TxnState.PrepareAbort, epoch=1, pending=(1,)))
     prepare_commit = _state(_coordinator(TxnState.PrepareCommit))
     assert valid_coordinator_transitions(p1, ongoing, "x", prepare_commit)
-    assert valid_coordinator_transitions(p1, ongoing, "x", fence)
+    assert valid_coordinator_transitions(p1, ongoing, "x", fence)  # nothing written
     assert valid_coordinator_transitions(p1, fence, "x", prepare_abort)
     assert not valid_coordinator_transitions(p1, empty, "x", prepare_commit)
     assert not valid_coordinator_transitions(p1, prepare_commit, "x", ongoing)
+    # InitProducerId that drops an Ongoing transaction writes Ongoing -> Empty.
+    assert not valid_coordinator_transitions(p1, ongoing, "x", empty_bumped)
     # TV2 may abort from Empty (KIP-890 part 2); TV1 may not.
     assert not valid_coordinator_transitions(p1, empty, "x", prepare_abort)
     assert valid_coordinator_transitions(p2, empty, "x", prepare_abort)
+    # Acting on a Prepare* record that is not committed changes no record.
+    early = _state(_coordinator(TxnState.PrepareCommit, log_state=TxnState.Ongoing))
+    assert valid_coordinator_transitions(p1, ongoing, "x", early)
 
 
 def test_no_hanging_and_read_committed_reject_broken_states():
     p = Transactions(version="tv1").p
-    batch = Entry(EntryKind.Data, 0, 0, -1, 1, 1, -1)
-    open_txn = DataPartition((batch,), 0, 0, 0, 1)
+    batch = Entry(EntryKind.Data, 1, 0, 0, -1, 1, 1, 0, True)
+    open_txn = _partition((batch,), (0, 0, 0, 1))
     assert no_hanging_transaction(p, _state(_coordinator(TxnState.Ongoing), (open_txn,)))
     assert not no_hanging_transaction(p, _state(_coordinator(TxnState.CompleteAbort, parts=()), (open_txn,)))
     assert not no_hanging_transaction(p, _state(_coordinator(TxnState.Ongoing, epoch=1), (open_txn,)))
+    # A transaction of another producer id (after a rotation) is hanging whatever the coordinator does.
+    other = _partition((Entry(EntryKind.Data, 2, 0, 0, -1, 1, 1, 0, True),), (-1, -1, -1, -1), (0, 0, 0, 1))
+    assert not no_hanging_transaction(p, _state(_coordinator(TxnState.Ongoing), (other,)))
     assert read_committed_isolation(p, _state(_coordinator(TxnState.Ongoing), (open_txn,)))
     # An LSO that forgot the open transaction exposes an undecided batch.
-    forgotten = DataPartition((batch,), 0, 0, -1, 1)
+    forgotten = _partition((batch,), (0, 0, -1, 1))
     assert not read_committed_isolation(p, _state(_coordinator(TxnState.Ongoing), (forgotten,)))
-
-
-# -- the three fences of InitProducerId (KIP-98), each shown to matter ------------------------
-
-def test_without_the_epoch_bump_a_zombie_is_accepted():
-    r = check("zombie-fencing", init_bumps_epoch=False)
-    assert r.violated == "zombie-fencing" and len(r.trace.steps) == 5
-    steps = actions(r)
-    assert steps[0] == "InitProducerId(producer=1) -> epoch 0"
-    assert "InitProducerId(producer=2) -> epoch 0" in steps
-    assert steps[-1] == "Produce(producer=1, p1, epoch=0, seq=0, txn=1) -> acked"
-
-
-def test_without_aborting_the_ongoing_transaction_it_hangs():
-    r = check("no-hanging-transaction", init_aborts_ongoing=False)
-    assert r.violated == "no-hanging-transaction" and len(r.trace.steps) == 5
-    assert actions(r)[-1] == "InitProducerId(producer=2) -> epoch 1"
-    # The dropped transaction is also an invalid transition of the transaction log: Ongoing -> Empty.
-    r = check("valid-coordinator-transitions", init_aborts_ongoing=False)
-    assert r.violated == "valid-coordinator-transitions" and len(r.trace.steps) == 5
-
-
-def test_without_the_partition_epoch_check_a_zombie_batch_is_committed():
-    # tv2 needs no partition check (an old epoch is never "ongoing" and the implicit add is
-    # fenced); tv1-verify skips verification when any transaction of the producer id is open.
-    small = dict(version="tv1-verify", partitions=1)
-    r = check("zombie-fencing", partition_rejects_old_epoch=False, **small)
-    assert r.violated == "zombie-fencing" and len(r.trace.steps) == 15
-    r = check("zombie-fencing", partition_rejects_old_epoch=True, **small)
-    assert r.result == "ok" and r.distinct_states == 10445
-    assert check(partition_rejects_old_epoch=False).distinct_states == check().distinct_states
-
-
-def test_delayed_end_txn_commits_a_later_transaction_under_tv1():
-    for version in ("tv1", "tv1-verify"):
-        r = check("commit-by-own-end-txn", version=version)
-        assert r.violated == "commit-by-own-end-txn" and len(r.trace.steps) == 11
-        steps = actions(r)
-        assert steps[3] == "EndTxn(producer=1, COMMIT, epoch=0, txn=1) -> delayed"
-        assert steps[-1].startswith("DeliverDelayed(EndTxn(producer=1, COMMIT, epoch=0, txn=1) -> OK")
+    # A COMMIT marker sent before its PrepareCommit record was committed.
+    for decided in (True, False):
+        marker = Entry(EntryKind.Commit, 1, 0, -1, 1, 1, 0, 1, decided)
+        closed = _partition((batch, marker), (0, 0, -1, 1))
+        assert read_committed_isolation(p, _state(_coordinator(TxnState.Ongoing), (closed,))) is decided

@@ -87,8 +87,9 @@ def lso_can_advance(p, s) -> bool:
     transaction within the model's bounds (the coordinator's timeout abort is always possible).
     """
     for d in s.partitions:
-        if d.txn_first_offset >= 0:
-            return False
+        for pe in d.producers:
+            if pe.txn_first_offset >= 0:
+                return False
     return True
 
 
