@@ -21,7 +21,7 @@ __all__ = [
 # EntryKind and TxnState values of kafkamc.spec.transactions (IntEnums compare equal to ints;
 # importing the spec module here would be circular).
 _DATA, _COMMIT, _ABORT = 0, 1, 2
-_ONGOING, _PREPARE_COMMIT, _PREPARE_ABORT, _COMPLETE_COMMIT, _PREPARE_EPOCH_FENCE = 1, 2, 3, 4, 7
+_ONGOING, _PREPARE_COMMIT, _PREPARE_ABORT, _COMPLETE_COMMIT = 1, 2, 3, 4
 
 
 def _closing_markers(log):
@@ -102,13 +102,13 @@ def no_hanging_transaction(p, s) -> bool:
     """KIP-890's hanging transaction (KAFKA-14402), in safety form.
 
     A transaction open on a partition must belong to the coordinator's transaction (its producer
-    id, which rotates, KIP-360): Ongoing (the partition added, the same epoch), PrepareEpochFence (the epoch before the fence), or
-    Prepare* with the partition's marker still to be written (the epoch of the transaction or,
-    after a fence or a TV2 bump, the one before). Otherwise nothing will ever write its marker
-    and the LSO is stuck.
+    id, which rotates, KIP-360): Ongoing (the partition added, the epoch of the Ongoing record; a
+    fence in progress or failed bumps only the in-memory epoch), or Prepare* with the partition's
+    marker still to be written (the epoch of the transaction or, after a fence or a TV2 bump, the
+    one before). Otherwise nothing will ever write its marker and the LSO is stuck.
     """
     c = s.coordinator
-    state = _PREPARE_EPOCH_FENCE if c.fencing else c.state
+    state = c.state
     epoch = c.producer_epoch
     for part, d in enumerate(s.partitions, start=1):
         for pid, pe in enumerate(d.producers, start=1):
@@ -119,9 +119,9 @@ def no_hanging_transaction(p, s) -> bool:
                 return False
             epochs = {entry.epoch for entry in d.log[first:] if entry.pid == pid}
             if state == _ONGOING:
-                ok = part in c.partitions and epochs == {epoch}
-            elif state == _PREPARE_EPOCH_FENCE:
-                ok = part in c.partitions and epochs == {epoch - 1}
+                # The epoch of the Ongoing record: a fence (pending, in flight or failed) has
+                # bumped only the in-memory epoch.
+                ok = part in c.partitions and epochs == {c.log_epoch}
             elif state == _PREPARE_COMMIT or state == _PREPARE_ABORT:
                 ok = part in c.pending_markers and epochs <= {epoch, epoch - 1}
             else:

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from kafkamc.errors import UsageError
-from kafkamc.invariants.recoverability import lso_can_advance
+from kafkamc.invariants.recoverability import lso_can_advance, producer_can_write
 from kafkamc.invariants.transactions import (
     atomicity,
     client_commit_truth,
@@ -116,9 +116,10 @@ class ClientState(IntEnum):
     Ready = 1
     InTransaction = 2
     AbortableError = 3  # a send failed: only abortTransaction() is possible
-    Committing = 4  # EndTxn(COMMIT) timed out; the client retries it
-    Aborting = 5  # EndTxn(ABORT) timed out; the client retries it
+    Committing = 4  # EndTxn(COMMIT) sent and not answered (timed out, or its append in flight)
+    Aborting = 5  # EndTxn(ABORT) sent and not answered
     FatalError = 6  # PRODUCER_FENCED or INVALID_TXN_STATE: the instance is dead
+    BumpingEpoch = 7  # aborted after an abortable error: InitProducerId(pid, epoch) bumps (KIP-360)
 
 
 class SendState(IntEnum):
@@ -597,12 +598,21 @@ def _send_outcomes(p: Params, s: TransactionsState, i: int, part: int, seq: int,
 
 
 def _answer_end_txn(p: Params, s: TransactionsState, i: int, result: TxnResult, epoch: int) -> TransactionsState:
-    """EndTxn returned success to producer ``i``: it is Ready (tv2: with the bumped epoch)."""
+    """EndTxn returned success to producer ``i``: it is Ready (tv2: with the bumped epoch).
+
+    Before tv2, an abort after an abortable error (a batch failed or timed out) is followed by an
+    epoch bump through InitProducerId with the current producer id and epoch (KIP-360, client
+    side KAFKA-8805), which restarts the sequence numbers and fences the batches still in flight.
+    """
     pr = s.producers[i]
+    ready = ClientState.Ready
     if _variant(p) != _TV2:
         epoch = pr.epoch
+        if (result == TxnResult.Abort and p.bump_after_abortable
+                and any(x == SendState.TimedOut or x == SendState.Failed for x in pr.sent)):
+            ready = ClientState.BumpingEpoch
     seqs = pr.next_seq if epoch == pr.epoch else (0,) * p.partitions
-    cl = ProducerInstance(ClientState.Ready, pr.pid, epoch, pr.txn, pr.added, pr.sent, seqs)
+    cl = ProducerInstance(ready, pr.pid, epoch, pr.txn, pr.added, pr.sent, seqs)
     commits = s.commits
     if result == TxnResult.Commit:
         commits = commits | {(pr.txn, k + 1) for k, x in enumerate(pr.sent) if x == SendState.Acked}
@@ -631,10 +641,14 @@ class Transactions(Spec):
         Param("log_append", "atomic", "atomic: a transaction-log append and its answer are one step; "
               "replicated: a Prepare* record is appended, then replicated or failed, then acted on (KIP-98)",
               choices=LOG_APPENDS),
+        Param("append_failures", True, "log_append=replicated: an append may fail (NOT_ENOUGH_REPLICAS) and "
+              "the transition is dropped (TransactionStateManager.appendTransactionToLog)"),
         Param("markers_after_commit", True, "log_append=replicated: markers wait until the Prepare* record is "
               "committed (KIP-98, TransactionStateManager.appendTransactionToLog; false: sent at once)"),
         Param("failed_fence_keeps_epoch", True, "a fence whose append failed is not bumped again "
               "(KAFKA-9666, hasFailedEpochFence; false: every attempt bumps until the epoch is exhausted)"),
+        Param("bump_after_abortable", True, "tv1, tv1-verify: after aborting on an abortable error the client "
+              "bumps its epoch through InitProducerId (KIP-360, KAFKA-8805, 2.5; false: older clients)"),
         Param("timeout_bumps_epoch", True, "a timeout abort fences the producer epoch (KAFKA-6119)"),
         Param("idempotence", True, "enable.idempotence: sequence numbers deduplicate retried batches"),
         # The three fences of InitProducerId (KIP-98); false is a mutation, each breaks a property.
@@ -660,7 +674,7 @@ class Transactions(Spec):
     )
     # One swim lane per producer instance and per data partition in the trace viewer.
     entities = {"producer": ("producers",), "partition": ("partitions",)}
-    recoverability = (lso_can_advance,)
+    recoverability = (lso_can_advance, producer_can_write)
     default_invariants = (
         "atomicity", "client-commit-truth", "zombie-fencing", "no-hanging-transaction",
         "no-cross-transaction-leak", "read-committed-isolation", "no-duplicate-append",
@@ -731,6 +745,34 @@ class Transactions(Spec):
             what = f"producer id {pid}, epoch {e}" if pid != c.pid else f"epoch {e}"
             yield f"InitProducerId(producer={i + 1}) -> {what}", _state(
                 s, coordinator=c2, producers=_put(s.producers, i, cl), init_instance=i + 1,
+            )
+
+    @action
+    def BumpEpoch(p: Params, s: TransactionsState):
+        """InitProducerId(transactional.id, producer id, epoch) after an aborted transaction with an
+        abortable error (KIP-360, KAFKA-8805): the coordinator bumps the epoch (or rotates the
+        producer id when it is exhausted) if the expected id and epoch are current, and fences the
+        client otherwise (PRODUCER_FENCED)."""
+        c = s.coordinator
+        for i, pr in enumerate(s.producers):
+            if pr.state != ClientState.BumpingEpoch or _busy(c) or c.state in _PREPARE:
+                continue
+            label = f"BumpEpoch(producer={i + 1}, epoch={pr.epoch})"
+            if pr.pid != c.pid or pr.epoch != c.producer_epoch or c.state == _S.Ongoing:
+                yield f"{label} -> PRODUCER_FENCED", _state(
+                    s, producers=_put(s.producers, i, _client(pr, ClientState.FatalError)))
+                continue
+            pid, e = c.pid, c.producer_epoch + 1
+            if c.producer_epoch >= p.max_epoch - 1:
+                if c.pid >= p.producer_ids:
+                    continue
+                pid, e = c.pid + 1, 0
+            c2 = _write(c, _S.Empty, e, _EMPTY, _EMPTY, c.txn, pid=pid)
+            n = p.partitions
+            cl = ProducerInstance(ClientState.Ready, pid, e, pr.txn, _EMPTY, (SendState.Unsent,) * n, (0,) * n)
+            yield f"{label} -> producer id {pid}, epoch {e}", _state(
+                s, coordinator=c2, producers=_put(s.producers, i, cl),
+                stale_accepted=s.stale_accepted or i + 1 < s.init_instance,
             )
 
     @action
@@ -927,7 +969,7 @@ class Transactions(Spec):
         but the markers it sent stay written.
         """
         c = s.coordinator
-        if not c.appending:
+        if not c.appending or not p.append_failures:
             return
         a = c.appending[0]
         failed = c.failed_fence or (a.fence and p.failed_fence_keeps_epoch)
