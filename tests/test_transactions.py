@@ -6,8 +6,12 @@ that a change to the model's behaviour shows up here.
 
 from __future__ import annotations
 
+import json
+from collections import deque
+
 import pytest
 
+from kafkamc.cli import main
 from kafkamc.checker.fingerprint import Fingerprinter
 from kafkamc.checker.local import explore
 from kafkamc.errors import UsageError
@@ -16,6 +20,7 @@ from kafkamc.invariants.transactions import (
     read_committed_isolation,
     valid_coordinator_transitions,
 )
+from kafkamc.spec import transactions as spec_module
 from kafkamc.spec.registry import load_spec_class
 from kafkamc.spec.transactions import (
     Coordinator,
@@ -100,10 +105,10 @@ def test_tv1_verify_prevents_the_hanging_transaction_that_tv1_has():
     assert r.violated == "no-hanging-transaction" and len(r.trace.steps) == 8
     r = check("no-hanging-transaction", version="tv1-verify", **small)
     assert r.result == "ok"
-    assert (r.distinct_states, r.depth) == (1902, 18)
+    assert (r.distinct_states, r.depth) == (1928, 18)
     r = check("no-hanging-transaction", version="tv1-verify", producers=2, partitions=1)
     assert r.result == "ok"
-    assert (r.distinct_states, r.depth) == (10445, 21)
+    assert (r.distinct_states, r.depth) == (10779, 21)
 
 
 def test_tv1_verify_still_leaks_across_transactions():
@@ -237,3 +242,127 @@ def test_no_hanging_and_read_committed_reject_broken_states():
         marker = Entry(EntryKind.Commit, 1, 0, -1, 1, 1, 0, 1, decided)
         closed = _partition((batch, marker), (0, 0, -1, 1))
         assert read_committed_isolation(p, _state(_coordinator(TxnState.Ongoing), (closed,))) is decided
+
+
+# -- the transaction-log append: appended, replicated, then acted on (KIP-98) -----------------
+
+def test_markers_before_commit_needs_replicated_appends():
+    with pytest.raises(UsageError, match="log_append=replicated"):
+        Transactions(markers_after_commit=False)
+
+
+REPLICATED = dict(log_append="replicated", producers=1, max_delayed=0)
+
+
+def test_markers_sent_before_the_prepare_record_is_committed_break_atomicity():
+    r = check("atomicity", markers_after_commit=False, **REPLICATED)
+    assert r.violated == "atomicity" and len(r.trace.steps) == 11
+    steps = actions(r)
+    assert steps[4] == "EndTxn(producer=1, COMMIT, epoch=0, txn=1) -> appending PrepareCommit"
+    assert steps[5].startswith("WriteTxnMarkers(p1, COMMIT")
+    assert steps[6] == "AppendFailed(PrepareCommit, epoch=1)"
+    assert steps[-1].startswith("WriteTxnMarkers(p2, ABORT")
+    # The same with a coordinator failover that loses the record instead of a failed append.
+    r = check("atomicity", markers_after_commit=False, append_failures=False, coordinator_failover=True,
+              **REPLICATED)
+    assert r.violated == "atomicity" and len(r.trace.steps) == 11
+    assert "CoordinatorFailover(coordinator_epoch=2)" in actions(r)
+    # A read_committed consumer sees the commit before it is decided.
+    r = check("read-committed-isolation", markers_after_commit=False, **REPLICATED)
+    assert r.violated == "read-committed-isolation" and len(r.trace.steps) == 6
+
+
+def test_markers_after_commit_satisfy_every_property_with_failures_and_failover():
+    r = check(markers_after_commit=True, coordinator_failover=True, **REPLICATED)
+    assert r.result == "ok" and set(r.invariants) == set(ALL)
+    assert (r.distinct_states, r.depth) == (8955, 25)
+    r = check(version="tv1", markers_after_commit=True, coordinator_failover=True, **REPLICATED)
+    assert r.result == "ok" and r.distinct_states == 25022
+    labels = {label for label, _ in _reachable(Transactions(coordinator_failover=True, **REPLICATED), 4000)}
+    assert {"AppendReplicated(PrepareCommit, epoch=1)", "AppendFailed(PrepareCommit, epoch=1)",
+            "CoordinatorFailover(coordinator_epoch=2, keeps PrepareCommit)"} <= labels
+
+
+def _reachable(spec, limit):
+    """(label, state) of every transition found by a breadth-first walk of at most ``limit`` states."""
+    (init,) = spec.initial()
+    seen = {init}
+    queue = deque([init])
+    out = []
+    while queue and len(seen) < limit:
+        state = queue.popleft()
+        for _, label, nxt in spec.successors(state):
+            out.append((label, nxt))
+            if nxt not in seen:
+                seen.add(nxt)
+                queue.append(nxt)
+    return out
+
+
+# -- KAFKA-9666, producer-id rotation (KIP-360) and KAFKA-8805 --------------------------------
+
+def _check_r(prop: str, **params) -> dict:
+    argv = ["check", "transactions", "-i", "atomicity", "-r", prop, "--json"]
+    for k, v in params.items():
+        argv += ["-p", f"{k}={str(v).lower() if isinstance(v, bool) else v}"]
+    code = main(argv)
+    assert code in (0, 1)
+    return code
+
+
+KAFKA_9666 = dict(version="tv1", log_append="replicated", producers=2, partitions=1, max_transactions=1,
+                  max_delayed=0)
+
+
+def test_failed_fences_exhaust_the_epoch_before_kafka_9666(capsys):
+    assert _check_r("lso-can-advance", failed_fence_keeps_epoch=False, **KAFKA_9666) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["violated"] == "lso-can-advance"
+    steps = [step["action"] for step in doc["trace"]]
+    assert len(steps) == 12
+    # Each failed fence left its bumped epoch in memory and the next one bumped again, up to
+    # max_epoch=3: no fence is possible any more and the Ongoing transaction is never aborted.
+    assert steps[-6:] == ["TimeoutTransaction(fence epoch 2)", "FenceAbort(epoch=2)",
+                          "AppendFailed(PrepareAbort, epoch=2)", "TimeoutTransaction(fence epoch 3)",
+                          "FenceAbort(epoch=3)", "AppendFailed(PrepareAbort, epoch=3)"]
+    assert _check_r("lso-can-advance", failed_fence_keeps_epoch=True, **KAFKA_9666) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["result"] == "ok" and doc["distinct_states"] == 203
+
+
+def test_a_partition_keeps_state_per_producer_id_across_a_rotation():
+    params = dict(version="tv2", producers=2, partitions=1, max_epoch=2, producer_ids=2)
+    r = check(**params)
+    assert r.result == "ok" and (r.distinct_states, r.depth) == (3883, 19)
+    both = [s for _, s in _reachable(Transactions(**params), 4000)
+            if {e.pid for e in s.partitions[0].log} == {1, 2}]
+    assert both, "no reachable log holds batches of both producer ids"
+    # The new id starts at epoch 0 next to the old id's exhausted epoch, in one partition.
+    entries = both[0].partitions[0].producers
+    assert entries[1].epoch == 0 and entries[0].epoch >= 1
+    # With one producer id the exhausted epoch is a bound: InitProducerId is not enabled.
+    r = check(**dict(params, producer_ids=1))
+    assert r.result == "ok" and r.distinct_states < 3883
+
+
+def test_without_the_epoch_bump_after_an_abortable_error_the_producer_is_stuck_kafka_8805(capsys):
+    small = dict(version="tv1-verify", producers=1, partitions=1)
+    assert _check_r("producer-can-write", bump_after_abortable=False, **small) == 1
+    doc = json.loads(capsys.readouterr().out)
+    steps = [step["action"] for step in doc["trace"]]
+    assert doc["violated"] == "producer-can-write" and len(steps) == 8
+    assert steps[4] == "Produce(producer=1, p1, epoch=0, seq=0, txn=1) -> delayed"
+    assert steps[5] == "EndTxn(producer=1, ABORT, epoch=0, txn=1) -> OK"
+    assert _check_r("producer-can-write", bump_after_abortable=True, **small) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["result"] == "ok" and doc["distinct_states"] == 1928
+
+
+def test_every_flag_names_its_kip_or_jira():
+    helps = {p.name: p.help for p in Transactions.parameters}
+    for name, ref in (("init_bumps_epoch", "KIP-98"), ("init_aborts_ongoing", "KIP-98"),
+                      ("partition_rejects_old_epoch", "KIP-98"), ("markers_after_commit", "KIP-98"),
+                      ("failed_fence_keeps_epoch", "KAFKA-9666"), ("bump_after_abortable", "KAFKA-8805"),
+                      ("max_epoch", "KIP-360"), ("timeout_bumps_epoch", "KAFKA-6119")):
+        assert ref in helps[name], name
+        assert name in spec_module.__doc__, name

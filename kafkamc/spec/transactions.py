@@ -17,29 +17,58 @@ ProducerAppendInfo:
   epoch is not above the producer epoch it has seen (except an idempotent re-send to a partition
   with no open transaction, KAFKA-19999); partitions are added implicitly by the partition leader
   on the first produce of a transaction.
+- KIP-360 (2.5): producer-id rotation. ``max_epoch`` plays Short.MaxValue: from ``max_epoch - 1``
+  on the epoch is exhausted and InitProducerId moves to a new producer id at epoch 0
+  (prepareProducerIdRotation), within ``producer_ids``; a fence past ``max_epoch`` is impossible
+  (Kafka throws). Client side (KAFKA-8805): ``bump_after_abortable`` (tv1, tv1-verify; tv2 bumps
+  on every EndTxn anyway), after aborting on an abortable error the client bumps its epoch
+  through InitProducerId(producer id, epoch), which restarts its sequence numbers; false is a
+  client before 2.5, which stays out of sequence when its timed-out batch is then rejected.
+- KAFKA-9666 (2.7): ``failed_fence_keeps_epoch``; a fence whose transaction-log append failed keeps
+  its bumped epoch in memory (never returned to a client) and sets hasFailedEpochFence, so the
+  next fence does not bump again. false is Kafka before it: every retried InitProducerId (or
+  timeout) bumps again until the epoch is exhausted and the transaction can never be aborted.
+
+The three fences of InitProducerId (KIP-98) can each be switched off as a mutation, to show that
+each matters: ``init_bumps_epoch`` (the new instance gets a higher epoch than the zombie),
+``init_aborts_ongoing`` (the zombie's ongoing transaction is aborted through PrepareEpochFence,
+not dropped) and ``partition_rejects_old_epoch`` (ProducerAppendInfo rejects a batch below the
+producer epoch the partition has seen, InvalidProducerEpochException).
 
 What is modelled and what is abstracted
 ---------------------------------------
-One transactional.id, so one producer id (implicit in the state); epoch exhaustion and producer-id
-rotation are not modelled, ``max_epoch`` bounds the epoch instead. The coordinator's state fields
-are its transaction-log record: each coordinator transition is one step that writes the record
-and then answers (TransactionStateManager.appendTransactionToLog completes the in-memory
-transition only after the append). The only in-memory-only state is the pending PrepareEpochFence
-(``fencing``), which a coordinator failover loses, as in Kafka. Each data partition has a single
-replica (replication is the ``replication`` spec), so its high watermark is its log end offset.
+One transactional.id; its producer id changes only by rotation, and each data partition keeps a
+ProducerStateEntry per producer id (after a rotation two ids share a log; a single replica per
+partition is enough, replication is the ``replication`` spec, so the high watermark is the log end
+offset). The coordinator keeps its in-memory TransactionMetadata and its last committed
+transaction-log record (``log_state``, ``log_epoch``, what a new coordinator loads). In memory only
+are a pending PrepareEpochFence (``fencing``) and the epoch a failed fence bumped.
+
+``log_append=atomic`` (the default): a transition's record is appended, committed and answered in
+one step. ``log_append=replicated`` (KIP-98, TransactionStateManager.appendTransactionToLog with
+acks=all): a Prepare* record (EndTxn, a timeout or fence abort) is appended first and the
+coordinator acts only when it is committed (``AppendReplicated``: answer the EndTxn, send the
+markers); the append may fail (``append_failures``, NOT_ENOUGH_REPLICAS: the transition is dropped,
+the client retries) and a failover may lose or keep it. Other records (Ongoing, Empty, Complete*)
+stay one step: their failure changes nothing but the answer. ``markers_after_commit=false`` is a
+coordinator that sends the markers as soon as the record is appended: a failed append or a
+failover then turns a half-written commit into an abort.
 
 Clients are the KafkaProducer's TransactionManager: ``producers`` instances share the
 transactional.id; instance ``i+1`` starts only after instance ``i`` got an epoch (a restart, the
-older one being the zombie). A client request and its response are one step. The network
-perturbation is a client or coordinator request timeout: the request stays in flight (it may be
-delivered at any later time, after later requests; its response then goes nowhere) and the client
-retries (a duplicate) or gives up. At most ``max_delayed`` requests are ever delayed. Delayable are
-Produce, EndTxn and WriteTxnMarkers, the cases of KIP-890's motivation.
+older one being the zombie). A client request and its response are one step (with replicated
+appends EndTxn's response waits for the record). The network perturbation is a client or
+coordinator request timeout: the request stays in flight (it may be delivered at any later time,
+after later requests; its response then goes nowhere) and the client retries (a duplicate) or
+gives up. At most ``max_delayed`` requests are ever delayed. Delayable are Produce, EndTxn and
+WriteTxnMarkers, the cases of KIP-890's motivation.
 
 Each client transaction sends at most one batch per partition. Records carry ghost fields (the
 client transaction they were sent in, the producer instance), markers carry the client
-transaction that opened the coordinator transaction and the highest epoch InitProducerId had
-returned when they were written: the invariants read these, Kafka does not.
+transaction that opened the coordinator transaction, the newest instance InitProducerId had
+answered when they were written and whether their Prepare* record was committed when they were
+sent; the coordinator remembers which client transaction's EndTxn prepared it. The invariants
+read these, Kafka does not.
 
 A marker that finds no open transaction on its partition completes nothing; Kafka still appends
 the control batch, the model only applies its producer-epoch and coordinator-epoch updates.
