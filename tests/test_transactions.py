@@ -366,3 +366,35 @@ def test_every_flag_names_its_kip_or_jira():
                       ("max_epoch", "KIP-360"), ("timeout_bumps_epoch", "KAFKA-6119")):
         assert ref in helps[name], name
         assert name in spec_module.__doc__, name
+
+
+def test_a_prepare_after_several_failed_fences_still_closes_the_transaction():
+    # KAFKA-9666 before the fix: the PrepareAbort that finally replicates carries an epoch several
+    # above the open transaction's; its marker is accepted, so nothing hangs (tv1 accepts a marker
+    # not below the transaction's epoch, tv2 one above it).
+    batch = Entry(EntryKind.Data, 1, 0, 0, -1, 1, 1, 0, True)
+    open_txn = _partition((batch,), (0, 0, 0, 1))
+    prepare = _state(_coordinator(TxnState.PrepareAbort, epoch=3, pending=(1,)), (open_txn,))
+    for version in ("tv1", "tv2"):
+        assert no_hanging_transaction(Transactions(version=version).p, prepare)
+    marker_written = _state(_coordinator(TxnState.PrepareAbort, epoch=3, pending=()), (open_txn,))
+    assert not no_hanging_transaction(Transactions().p, marker_written)
+    same_epoch = _state(_coordinator(TxnState.PrepareAbort, epoch=0, pending=(1,)), (open_txn,))
+    assert no_hanging_transaction(Transactions(version="tv1").p, same_epoch)
+    assert not no_hanging_transaction(Transactions(version="tv2").p, same_epoch)
+
+
+def test_kafka_9666_with_rotation_every_property(capsys):
+    params = dict(version="tv1", log_append="replicated", producers=3, partitions=1, max_delayed=0,
+                  max_epoch=2, producer_ids=2)
+    argv = ["check", "transactions", "-r", "lso-can-advance", "--json"]
+    for k, v in params.items():
+        argv += ["-p", f"{k}={v}"]
+    assert main(argv + ["-p", "failed_fence_keeps_epoch=false"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["violated"] == "lso-can-advance" and len(doc["trace"]) == 9
+    assert main(argv + ["-p", "failed_fence_keeps_epoch=true"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["result"] == "ok" and doc["distinct_states"] == 7003
+    labels = {label for label, _ in _reachable(Transactions(**params), 8000)}
+    assert any("-> producer id 2, epoch 0" in label for label in labels)

@@ -661,7 +661,7 @@ class Transactions(Spec):
         Param("max_transactions", 2, "client transactions begun, over all instances", min=1, max=4),
         Param("max_epoch", 3, "highest producer epoch, Kafka's Short.MaxValue: from max_epoch-1 on the epoch "
               "is exhausted and InitProducerId rotates the producer id (KIP-360)", min=1, max=6),
-        Param("producer_ids", 1, "producer ids the coordinator may allocate (rotation at epoch exhaustion)",
+        Param("producer_ids", 1, "producer ids the coordinator may allocate (rotation at epoch exhaustion, KIP-360)",
               min=1, max=3),
         Param("max_delayed", 1, "requests (Produce, EndTxn, WriteTxnMarkers) that may be delayed", min=0, max=3),
         Param("coordinator_failover", False, "allow one transaction-coordinator failover"),
