@@ -595,13 +595,20 @@ def test_screenshot_at_900_px(browser, cli_pages, tmp_path):
     shot = tmp_path / "viewer-900.png"
     view.page.screenshot(path=str(shot), full_page=True)
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    # The wide per-entity tables turn: a row per field, a column per entity.
+    # A partition has two fields (log, producers): its table keeps a column per field.
     heads = view.page.eval_on_selector_all(
         "table.entity-table[data-kind='partition'] tr:first-child th", "hs => hs.map(h => h.textContent)")
-    assert heads == ["", "partition1", "partition2"]
+    assert heads[1:] == ["log", "producers"]
     # Records show their field names.
     log = view.page.text_content("[data-path='partitions[0].log'] .now")
-    assert log.startswith("({kind:\u00a0Data, epoch:\u00a00,")
+    assert log.startswith("({kind:\u00a0"), log
+    view.close()
+    # The wide per-entity tables turn: a broker has eight fields, so a row per field and a column
+    # per broker.
+    view = _narrow(browser, cli_pages["controller"])
+    heads = view.page.eval_on_selector_all(
+        "table.entity-table[data-kind='broker'] tr:first-child th", "hs => hs.map(h => h.textContent)")
+    assert heads == ["", "b1", "b2", "b3"]
     view.close()
 
 
