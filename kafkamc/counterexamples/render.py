@@ -12,7 +12,7 @@ from kafkamc.counterexamples.trace import Trace
 
 __all__ = [
     "SCHEMA", "json_sort_key", "state_to_json", "trace_to_json", "result_to_json", "flatten", "show_value",
-    "render_trace", "render_summary", "describe_change", "entity_names",
+    "render_trace", "render_summary", "describe_change", "entity_names", "LOOP_MARK", "lasso_end",
 ]
 
 SCHEMA = 1
@@ -76,6 +76,12 @@ def result_to_json(result: CheckResult) -> dict[str, Any]:
         out["spec_ref"] = result.extra["spec_ref"]
     if result.trace is not None:
         out["path"] = list(result.trace.path)
+        if result.trace.loop_start is not None:
+            # A lasso: the last state goes back to trace[loop_start] by loop_action (null: it
+            # stutters forever), under the fairness the run assumed.
+            out["loop_start"] = result.trace.loop_start
+            out["loop_action"] = result.trace.loop_action
+            out["fairness"] = result.extra.get("fairness")
     return out
 
 
@@ -176,6 +182,8 @@ def render_trace(trace: Trace, full: bool = False, entities: dict[str, tuple[str
         flat = _open_entities(step.state, names)
         printed: set[str] = set()
         title = "initial state" if step.action is None else step.action
+        if trace.loop_start == n - 1:
+            lines.append(LOOP_MARK)
         lines.append(f"{n:>{width}}. {title}")
         for path, value in flat.items():
             if prev is None or full:
@@ -193,7 +201,19 @@ def render_trace(trace: Trace, full: bool = False, entities: dict[str, tuple[str
                 if path not in flat and path not in printed and not _has_children(path, flat):
                     lines.append(f"{pad}    {path}: {show_value(prev[path])} -> (absent)")
         prev = flat
+    if trace.loop_start is not None:
+        lines.append(lasso_end(trace.loop_start, trace.loop_action, len(trace.steps)))
     return "\n".join(lines)
+
+
+LOOP_MARK = "-- the cycle starts here, and repeats --"
+
+
+def lasso_end(loop_start: int, loop_action: str | None, length: int) -> str:
+    """The line that closes a lasso's rendering: back to the cycle's first state, or stuttering."""
+    if loop_action is None:
+        return f"-- and stays in state {length} forever (stuttering: no fair action is enabled there) --"
+    return f"-- {loop_action} leads back to state {loop_start + 1}, and the cycle repeats forever --"
 
 
 def _parent_in(path: str, flat: dict[str, Any]) -> str | None:
@@ -219,6 +239,12 @@ def render_summary(result: CheckResult) -> str:
     checked = ", ".join(result.invariants) or "no invariants"
     if result.result == "ok":
         verdict = f"ok: every reachable state satisfies {checked}"
+    elif result.result == "violation" and result.trace is not None and result.trace.loop_start is not None:
+        length, start = len(result.trace), result.trace.loop_start
+        cycle = "stutters forever in the last state" if result.trace.loop_action is None else (
+            f"then repeats a cycle of {_count(length - start, 'transition')} forever")
+        verdict = (f"violation: {result.violated} fails on a fair behaviour of {_count(start, 'step')} that "
+                   f"{cycle} (a lasso of {_count(length, 'state')})")
     elif result.result == "violation":
         length = len(result.trace) if result.trace is not None else 0
         what = "a deadlock (a state with no successors)" if result.violated == "deadlock" else result.violated
@@ -228,6 +254,10 @@ def render_summary(result: CheckResult) -> str:
                "interrupted": "interrupted"}.get(result.reason or "", result.reason or "bounded")
         verdict = f"incomplete ({why}): no violation of {checked} in the states explored; not exhaustive"
     return f"{head}\n{verdict}\n{stats}"
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 def _param(value: Any) -> str:
