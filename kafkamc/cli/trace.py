@@ -13,7 +13,7 @@ import re
 from typing import Any, Iterator
 
 from kafkamc.counterexamples.itf import load_trace_file
-from kafkamc.counterexamples.render import state_to_json
+from kafkamc.counterexamples.render import LOOP_MARK, lasso_end, state_to_json
 from kafkamc.errors import SpecRaised, UsageError
 
 __all__ = ["register", "render_document", "replay_document", "ReplayReport", "flatten_json", "show_json"]
@@ -124,6 +124,9 @@ def _header(doc: dict[str, Any]) -> list[str]:
     violated = doc.get("violated")
     if violated == "deadlock":
         verdict = f"violation: a deadlock (a state with no successors) after {n - 1} steps (trace of {n} states)"
+    elif violated and doc.get("loop_start") is not None:
+        verdict = f"violation: {printable(str(violated))} fails on a lasso of {n} states (the cycle from state " \
+                  f"{doc['loop_start'] + 1})"
     elif violated:
         verdict = f"violation: {printable(str(violated))} fails after {n - 1} steps (trace of {n} states)"
     else:
@@ -150,7 +153,9 @@ def render_document(doc: dict[str, Any], full: bool = False) -> str:
         flat = flatten_json(step["state"])
         title = "initial state" if step["action"] is None else printable(step["action"])
         mark = ""
-        if n == last and doc.get("violated"):
+        if doc.get("loop_start") == n - 1:
+            lines.append(LOOP_MARK)
+        if n == last and doc.get("violated") and doc.get("loop_start") is None:
             what = "no successors (deadlock)" if doc["violated"] == "deadlock" else f"{printable(str(doc['violated']))} fails"
             mark = f"   <- {what} here"
         lines.append(f"{n:>{width}}. {title}{mark}")
@@ -161,6 +166,9 @@ def render_document(doc: dict[str, Any], full: bool = False) -> str:
             for path, old_value, new_value in diff_lines(prev, flat):
                 lines.append(f"{pad}    {path}: {_shown(old_value)} -> {_shown(new_value)}")
         prev = flat
+    if doc.get("loop_start") is not None:
+        action = doc.get("loop_action")
+        lines.append(lasso_end(doc["loop_start"], printable(action) if action is not None else None, len(steps)))
     return "\n".join(lines)
 
 
@@ -208,6 +216,10 @@ def replay_document(doc: dict[str, Any], spec_ref: str | None = None) -> ReplayR
     """
     from kafkamc.spec.registry import build_spec, load_spec_class
 
+    if doc.get("loop_start") is not None:
+        from kafkamc.cli.replay_lasso import replay_lasso
+
+        return replay_lasso(doc, spec_ref)
     ref = spec_ref or (doc.get("spec_ref") if isinstance(doc.get("spec_ref"), str) else None) or doc.get("spec")
     if not ref:
         raise UsageError("the trace names no spec; pass --spec NAME (or module:Class)")

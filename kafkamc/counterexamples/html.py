@@ -268,7 +268,10 @@ def page_data(doc: dict[str, Any]) -> dict[str, Any]:
         "stats": stats,
         "format": doc.get("format", "kafkamc"),
         "steps": [{"action": s["action"], "state": _js_safe(s["state"])} for s in doc["trace"]],
-        "failing": len(doc["trace"]) if doc.get("violated") else None,
+        "failing": len(doc["trace"]) if doc.get("violated") and doc.get("loop_start") is None else None,
+        # A lasso (liveness counterexample): the steps from loop_start on repeat forever.
+        "loop_start": doc.get("loop_start"),
+        "loop_action": doc.get("loop_action"),
         "entities": entities,
         "lanes": lanes_of(doc, entities),
     }
@@ -367,6 +370,8 @@ section#state { flex: 1; padding: 8px 16px; min-width: 0; }
 #toolbar { display: flex; flex-wrap: wrap; gap: 10px; align-items: center; margin-bottom: 8px; }
 #step-title { font-size: 16px; margin: 0 0 6px 0; word-break: break-all; }
 #step-title .failmark { color: var(--fail); }
+nav#steps li.cycle { border-left: 3px solid var(--mod); }
+nav#steps .loopmark { color: var(--mod); font-weight: bold; flex-basis: 100%; padding-left: 3.2em; }
 .legend span { display: inline-block; padding: 0 6px; border-radius: 3px; margin-right: 4px; font-size: 12px; }
 table.vals { border-collapse: collapse; margin-bottom: 14px; }
 table.vals th, table.vals td { border: 1px solid var(--line); padding: 2px 8px; vertical-align: top; text-align: left; }
@@ -516,7 +521,12 @@ _SCRIPT = r"""
   var params = Object.keys(data.params).map(function (k) { return k + "=" + show(data.params[k]); }).join("  ");
   document.getElementById("params").textContent = params ? "parameters: " + params : "";
   var verdict = document.getElementById("verdict");
-  if (data.violated) {
+  var lasso = data.loop_start !== null && data.loop_start !== undefined;
+  if (lasso) {
+    verdict.appendChild(document.createTextNode("Liveness property "));
+    verdict.appendChild(el("strong", "", data.violated));
+    verdict.appendChild(document.createTextNode(" fails: steps " + (data.loop_start + 1) + " to " + N + " repeat forever" + (data.loop_action === null ? " (the last state stutters)" : " (" + data.loop_action + " leads back to step " + (data.loop_start + 1) + ")")));
+  } else if (data.violated) {
     if (data.violated === "deadlock") {
       verdict.appendChild(el("strong", "", "Deadlock"));
       verdict.appendChild(document.createTextNode(" at step " + data.failing + " of " + N + ": the state has no successors"));
@@ -553,6 +563,8 @@ _SCRIPT = r"""
     a.appendChild(el("span", "step-label", s.action === null ? "initial state" : s.action));
     if (n > 0) { var c = changeCount(n); a.appendChild(el("span", "nchg", c + (c === 1 ? " change" : " changes"))); }
     if (data.failing === n + 1) { li.className = "failing"; a.appendChild(el("span", "failmark", "\u2716 " + data.violated)); }
+    if (lasso && n >= data.loop_start) li.classList.add("cycle");
+    if (lasso && n === data.loop_start) a.appendChild(el("span", "loopmark", "\u21bb the cycle starts here, and repeats"));
     li.appendChild(a);
     list.appendChild(li);
     items.push(li);
