@@ -237,7 +237,9 @@ def render_summary(result: CheckResult) -> str:
     )
     head = f"{result.spec} [{params}] engine={result.engine}{' symmetry' if result.symmetry else ''}"
     checked = ", ".join(result.invariants) or "no invariants"
-    if result.result == "ok":
+    if result.result == "ok" and result.extra.get("checker") == "liveness":
+        verdict = f"ok: every fair behaviour satisfies {checked}"
+    elif result.result == "ok":
         verdict = f"ok: every reachable state satisfies {checked}"
     elif result.result == "violation" and result.trace is not None and result.trace.loop_start is not None:
         length, start = len(result.trace), result.trace.loop_start
