@@ -106,3 +106,71 @@ class Flicker(Spec):
     def finish(p, s):
         if s.on and not s.done:
             yield "Finish", Lamp(True, True)
+
+
+def explodes(p, s):
+    if s.on:
+        raise ZeroDivisionError("boom")
+    return False
+
+
+@liveness("explodes", "a predicate that raises once the lamp is on")
+def explodes_eventually():
+    return eventually(explodes)
+
+
+class BrokenLamp(Flicker):
+    name = "broken-lamp"
+    liveness = (explodes_eventually,)
+
+
+@dataclass(frozen=True, slots=True)
+class XJ:
+    x: int
+    j: int
+
+
+def at_seven(p, s):
+    return s.x == 7
+
+
+def at_nine(p, s):
+    return s.x == 9
+
+
+@liveness("seven-leads-to-nine", "x = 7 is followed by x = 9 (never)")
+def seven_leads_to_nine():
+    return leads_to(at_seven, at_nine)
+
+
+class Shuffled(Spec):
+    """States with one view (x) whose successors come in different orders: a lasso must be rebuilt
+    from the states actually reached, not from the successor indices of the first one found."""
+
+    name = "shuffled"
+    liveness = (seven_leads_to_nine,)
+    weak_fairness = ("go", "alt")
+
+    def init_states(p):
+        yield XJ(0, 0)
+
+    @action
+    def go(p, s):
+        if s.x == 0:
+            yield "Go", XJ(1, s.j)
+        elif s.x == 1 and s.j == 0:
+            yield "Back", XJ(0, 1)
+            yield "Sink", XJ(5, 0)
+        elif s.x == 1:
+            yield "Sink", XJ(5, 1)
+            yield "Back", XJ(0, 0)
+
+    @action
+    def alt(p, s):
+        if s.x == 0:
+            yield "Alt", XJ(7, s.j)
+        elif s.x == 7:
+            yield "Alt", XJ(1, 1 - s.j)
+
+    def view(p, s) -> int:
+        return s.x

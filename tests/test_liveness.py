@@ -388,3 +388,54 @@ def test_list_shows_liveness_properties(capsys):
 
     controller = next(s for s in spec_catalogue() if s["name"] == "controller")
     assert "liveness" in controller and "fairness" in controller
+
+
+def test_a_predicate_that_raises_is_exit_3(capsys):
+    code, _, err = run(capsys, "check", "livenesstoys:BrokenLamp", "-l", "all")
+    assert code == 3 and "predicate explodes raised ZeroDivisionError: boom" in err
+
+
+# -- Kafka -----------------------------------------------------------------------------------------
+
+
+def test_replication_follower_catches_up_only_under_fairness():
+    from kafkamc.spec.replication import Replication
+
+    spec = Replication(truncation="kip320")
+    assert check(spec, "follower-catches-up").result == "ok"
+    r = check(spec, "follower-catches-up", no_fairness=True)
+    assert r.result == "violation" and r.trace.loop_action is None and r.trace.loop_start == len(r.trace) - 1
+    # The model's follower never learns the last high watermark: it fetches only missing records.
+    r = check(spec, "follower-learns-high-watermark")
+    assert r.result == "violation" and r.trace.steps[-1].action.startswith("LeaderIncHighWatermark")
+
+
+def test_controller_lasso_with_a_view_replays(capsys, tmp_path):
+    # The controller fingerprints a view, so a lasso is rebuilt from concrete states.
+    code, out, _ = run(capsys, "check", "controller", "-p", "brokers=2", "-p", "crashes=2", "-p", "expiries=0",
+                       "-l", "controller-eventually-elected", "--no-fairness", "--fair", "elect",
+                       "--fair", "controller_change", "--fair", "expire", "--fair", "handle_request",
+                       "--out", str(tmp_path))
+    assert code == 1 and "Crash(b1)" in out and "Crash(b2)" in out
+    code, out, _ = run(capsys, "trace", "replay", str(tmp_path / "controller-controller-eventually-elected.itf.json"))
+    assert code == 0 and out.splitlines()[-1] == "reproduced"
+    code, out, _ = run(capsys, "check", "controller", "-p", "brokers=2", "-p", "crashes=2", "-p", "expiries=0",
+                       "-l", "all")
+    assert code == 0
+
+
+def test_a_lasso_is_rebuilt_from_the_states_reached_under_a_view(capsys, tmp_path):
+    from livenesstoys import Shuffled
+
+    r = check(Shuffled(), "seven-leads-to-nine")
+    assert r.result == "violation"
+    xs = [s.state.x for s in r.trace.steps]
+    assert xs == [0, 7, 1, 0] and r.trace.loop_start == 1 and r.trace.loop_action == "Alt"
+    # Every step is a transition of the state actually reached: x = 1 is reached as (1, 1), which
+    # lists Sink before Back, while the graph kept the successor indices of (1, 0).
+    assert [s.action for s in r.trace.steps] == [None, "Alt", "Alt", "Back"]
+    assert r.trace.steps[2].state == type(r.trace.steps[2].state)(1, 1) and r.trace.path == (0, 1, 0, 1)
+    code, _, _ = run(capsys, "check", "livenesstoys:Shuffled", "-l", "all", "--out", str(tmp_path))
+    assert code == 1
+    code, out, _ = run(capsys, "trace", "replay", str(tmp_path / "shuffled-seven-leads-to-nine.trace.json"))
+    assert code == 0, out

@@ -51,8 +51,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
-from kafkamc.counterexamples.trace import Trace, replay
-from kafkamc.errors import SpecRaised, UsageError
+from kafkamc.counterexamples.trace import Trace, TraceStep
+from kafkamc.errors import EngineError, SpecRaised, UsageError
 from kafkamc.invariants.api import Property
 from kafkamc.invariants.temporal import Temporal, formula_of
 from kafkamc.result import INCOMPLETE, OK, VIOLATION, CheckResult, LevelStats
@@ -139,7 +139,7 @@ class LivenessGraph:
     depth: int = 0
     reason: str | None = None
     seconds: float = 0.0
-    enabled: list[int] = field(default_factory=list)  # per node: bitmask over fair action bits
+    keys: array = field(default_factory=lambda: array("q"))  # per node: its fingerprint
 
     @property
     def nodes(self) -> int:
@@ -183,15 +183,17 @@ def build_liveness_graph(
                 owner.setdefault(fn, name)
     values = {fn: bytearray() for fn in preds}
     index: dict[int, int] = {}
+    keys = array("q")
     start, dst, sidx, act = array("q"), array("q"), array("l"), array("h")
     expanded = bytearray()
     g = LivenessGraph(tuple(a for a, _ in actions), start, dst, sidx, act, {}, [], expanded, values,
-                      generated=len(inits), depth=1)
+                      generated=len(inits), depth=1, keys=keys)
     states: deque[Any] = deque()  # the states not yet expanded, in node order
 
     def add(k: int, s: Any) -> int:
         n = len(expanded)
         index[k] = n
+        keys.append(k)
         expanded.append(0)
         for fn in preds:
             try:
@@ -602,20 +604,50 @@ def _cycle(g: LivenessGraph, comp: set[int], entry: int, parts: _FairParts, must
 # -- the check ---------------------------------------------------------------------------------
 
 
-def _path_of(g: LivenessGraph, first: int, edges: Sequence[int]) -> list[int]:
-    return [g.init[first]] + [g.sidx[e] for e in edges]
+def _concrete(spec: Spec, g: LivenessGraph, first: int, edges: Sequence[int]) -> tuple[list[TraceStep], list[int]]:
+    """The states and successor-index path of ``edges`` from the initial node ``first``, replayed.
+
+    A node stands for every state with its fingerprint (the spec's ``view``), and the graph keeps
+    the successor indices of the first such state found; a state reached along another path may
+    order its successors differently. So each step takes, among the successors of the state
+    actually reached, the recorded index if it leads to the edge's node, else the first that does.
+    """
+    from kafkamc.checker.local import state_key_function
+    from kafkamc.spec.api import format_label
+
+    inits = spec.initial()
+    state = inits[g.init[first]]
+    key, _ = state_key_function(spec, state, False)
+    steps = [TraceStep(None, state)]
+    path = [g.init[first]]
+    for e in edges:
+        want = g.keys[g.dst[e]]
+        pick = None
+        try:
+            for i, (act, label, t) in enumerate(spec.successors(state)):
+                if key(t) == want and (pick is None or i == g.sidx[e]):
+                    pick = (i, format_label(act.name, label), t)
+                    if i == g.sidx[e]:
+                        break
+        except Exception as exc:
+            raise SpecRaised("an action", state, exc) from exc
+        if pick is None:
+            raise EngineError(f"spec {spec.name}: two states with one view have different successors, so the "
+                              f"view is not a sound abstraction (at {state!r})")
+        path.append(pick[0])
+        steps.append(TraceStep(pick[1], pick[2]))
+        state = pick[2]
+    return steps, path
 
 
 def lasso_trace(spec: Spec, g: LivenessGraph, lasso: Lasso) -> Trace:
     """The Trace of a lasso: the prefix and the cycle without its closing transition, whose label
     is ``loop_action`` (None: the last state stutters forever)."""
-    edges = lasso.prefix_edges + lasso.cycle_edges
+    steps, path = _concrete(spec, g, lasso.first, lasso.prefix_edges + lasso.cycle_edges)
     if lasso.cycle_edges:
-        full = replay(spec, _path_of(g, lasso.first, edges))
-        steps = full.steps[:-1]
-        return Trace(steps, full.path[:-1], loop_start=len(lasso.prefix_edges), loop_action=full.steps[-1].action)
-    trace = replay(spec, _path_of(g, lasso.first, edges))
-    return Trace(trace.steps, trace.path, loop_start=len(trace.steps) - 1, loop_action=None)
+        return Trace(tuple(steps[:-1]), tuple(path[:-1]), loop_start=len(lasso.prefix_edges),
+                     loop_action=steps[-1].action)
+    return Trace(tuple(steps), tuple(path), loop_start=len(steps) - 1, loop_action=None)
 
 
 def check_liveness(
@@ -640,6 +672,8 @@ def check_liveness(
             formulas.append((prop.name, formula_of(prop)))
         except TypeError as exc:
             raise UsageError(str(exc)) from None
+        except Exception as exc:
+            raise SpecRaised(f"liveness property {prop.name}", None, exc) from exc
     names = tuple(pr.name for pr in props) + tuple(lp.name for lp in lives)
     extra: dict[str, Any] = {"checker": "liveness", "fairness": fairness.as_json(), "liveness": {}}
     generated = 0

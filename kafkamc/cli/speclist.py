@@ -86,7 +86,7 @@ def _formula(prop: Any) -> str:
 
     try:
         return str(formula_of(prop))
-    except TypeError as exc:
+    except Exception as exc:  # a broken property is reported by check -l; list still lists
         return f"(invalid: {exc})"
 
 
