@@ -243,10 +243,10 @@ def render_summary(result: CheckResult) -> str:
         verdict = f"ok: every reachable state satisfies {checked}"
     elif result.result == "violation" and result.trace is not None and result.trace.loop_start is not None:
         length, start = len(result.trace), result.trace.loop_start
-        cycle = "stutters forever in the last state" if result.trace.loop_action is None else (
-            f"then repeats a cycle of {_count(length - start, 'transition')} forever")
-        verdict = (f"violation: {result.violated} fails on a fair behaviour of {_count(start, 'step')} that "
-                   f"{cycle} (a lasso of {_count(length, 'state')})")
+        end = "a state where it may stop (stutter) forever" if result.trace.loop_action is None else (
+            f"a cycle of {_count(length - start, 'transition')} that repeats forever")
+        verdict = (f"violation: {result.violated} fails on a fair behaviour: {_count(start, 'step')} to {end} "
+                   f"(a lasso of {_count(length, 'state')})")
     elif result.result == "violation":
         length = len(result.trace) if result.trace is not None else 0
         what = "a deadlock (a state with no successors)" if result.violated == "deadlock" else result.violated
