@@ -20,7 +20,7 @@ from kafkamc.cli.main import main
 from kafkamc.counterexamples.itf import result_to_itf
 from kafkamc.counterexamples.render import LOOP_MARK, render_trace, result_to_json
 from kafkamc.errors import UsageError
-from kafkamc.invariants.temporal import Temporal, always_eventually, eventually, eventually_always, leads_to
+from kafkamc.invariants.temporal import always_eventually, eventually, eventually_always, leads_to
 from livenesstoys import Flicker, Spinner
 
 
@@ -440,3 +440,14 @@ def test_a_lasso_is_rebuilt_from_the_states_reached_under_a_view(capsys, tmp_pat
     assert code == 1
     code, out, _ = run(capsys, "trace", "replay", str(tmp_path / "shuffled-seven-leads-to-nine.trace.json"))
     assert code == 0, out
+
+
+def test_an_interrupted_search_is_incomplete(monkeypatch):
+    import kafkamc.checker.liveness as lv
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(lv, "_find_lasso", interrupted)
+    r = check(Spinner(), "finishes")
+    assert r.result == "incomplete" and r.reason == "interrupted"

@@ -702,16 +702,20 @@ def check_liveness(
             extra["graph_size_limit"] = LIVENESS_LIMIT
         return result(INCOMPLETE, None, None, reason)
     extra["transitions"] = len(g.dst)
-    parts = _fair_parts(g, fairness)
-    for name, formula in formulas:
-        lasso, info = _find_lasso(g, formula, parts)
-        info = {"formula": str(formula), **info}
-        extra["liveness"][name] = info
-        if lasso is not None:
-            trace = lasso_trace(spec, g, lasso)
-            info["prefix"] = len(lasso.prefix_edges)
-            info["cycle"] = len(lasso.cycle_edges)
-            return result(VIOLATION, name, trace)
+    try:
+        parts = _fair_parts(g, fairness)
+        for name, formula in formulas:
+            lasso, info = _find_lasso(g, formula, parts)
+            info = {"formula": str(formula), **info}
+            extra["liveness"][name] = info
+            if lasso is not None:
+                trace = lasso_trace(spec, g, lasso)
+                info["prefix"] = len(lasso.prefix_edges)
+                info["cycle"] = len(lasso.cycle_edges)
+                return result(VIOLATION, name, trace)
+    except KeyboardInterrupt:
+        # Ctrl-C during the search of the graph: never ok.
+        return result(INCOMPLETE, None, None, "interrupted")
     return result(OK, None, None)
 
 
