@@ -451,3 +451,10 @@ def test_an_interrupted_search_is_incomplete(monkeypatch):
     monkeypatch.setattr(lv, "_find_lasso", interrupted)
     r = check(Spinner(), "finishes")
     assert r.result == "incomplete" and r.reason == "interrupted"
+
+
+def test_gate_says_fair_behaviour_when_a_liveness_bug_is_no_longer_found(capsys, tmp_path):
+    config = tmp_path / "kafkamc.toml"
+    config.write_text('[checks.x]\nspec = "livenesstoys:Flicker"\nliveness = ["lamp-finishes"]\nexpect = "violate"\n')
+    code, out, _ = run(capsys, "gate", "--config", str(config))
+    assert code == 1 and "every fair behaviour satisfies lamp-finishes" in out

@@ -610,7 +610,7 @@ def evaluate(check: Check, result: CheckResult) -> list[str]:
     else:
         if result.result == OK:
             problems.append(f"expected a violation{' of ' + check.violated if check.violated else ''}, "
-                            f"but every reachable state satisfies {checked}: the model no longer finds the bug")
+                            f"but every {_judged(result)} satisfies {checked}: the model no longer finds the bug")
         elif result.result == INCOMPLETE:
             problems.append(f"expected a violation{' of ' + check.violated if check.violated else ''}, "
                             f"but none was found before the run stopped ({result.reason or 'a bound was reached'})")
@@ -627,6 +627,11 @@ def evaluate(check: Check, result: CheckResult) -> list[str]:
     if check.depth is not None and result.depth != check.depth:
         problems.append(f"expected depth {check.depth}, got {result.depth}")
     return problems
+
+
+def _judged(result: CheckResult) -> str:
+    """What an ok result speaks of: states for invariants, fair behaviours for liveness."""
+    return "fair behaviour" if (result.extra or {}).get("checker") == "liveness" else "reachable state"
 
 
 def _explore(check: Check) -> CheckResult:
