@@ -405,7 +405,7 @@ def fair_components(g: LivenessGraph, allowed: bytearray, parts: _FairParts) -> 
         if drop:
             rest = {u for u in comp if not enabled[u] & drop}
             if len(rest) < len(comp):
-                work.extend(set(c) for c in strongly_connected_components(g, rest) if len(c) > 1)
+                work.extend(set(c) for c in strongly_connected_components(g, rest, sorted(rest)) if len(c) > 1)
                 continue
         yield comp
 
