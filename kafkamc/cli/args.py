@@ -52,6 +52,14 @@ def add_check_arguments(chk: argparse.ArgumentParser) -> None:
                      help="check this invariant or action property (repeatable; 'all' for every one)")
     chk.add_argument("-r", "--recoverability", action="append", default=[], metavar="NAME",
                      help="check this recoverability property (AG EF good) on the state graph (repeatable)")
+    chk.add_argument("-l", "--liveness", action="append", default=[], metavar="NAME",
+                     help="check this liveness property under fairness on the state graph (repeatable; 'all')")
+    chk.add_argument("--fair", action="append", default=[], metavar="ACTION",
+                     help="with -l: assume ACTION weakly fair (WF) besides the spec's declared fairness (repeatable)")
+    chk.add_argument("--strong-fair", action="append", default=[], metavar="ACTION",
+                     help="with -l: assume ACTION strongly fair (SF) (repeatable)")
+    chk.add_argument("--no-fairness", action="store_true",
+                     help="with -l: drop the spec's declared fairness (--fair and --strong-fair still add)")
     chk.add_argument("--engine", default="local", choices=ENGINES, help="exploration engine (default: local)")
     chk.add_argument("--master", default=None, help="Spark master URL (engine spark; default local[*])")
     chk.add_argument("--partitions", type=_positive, default=None, help="Spark partitions P (engine spark)")

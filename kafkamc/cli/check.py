@@ -60,6 +60,11 @@ def spark_engine() -> Any:
 def run_check(args: argparse.Namespace, spec_ref: str) -> CheckResult:
     """Resolve the spec, parameters and properties from ``args`` and run the chosen engine."""
     spec = build_spec(spec_ref, args.param)
+    if getattr(args, "liveness", None) or getattr(args, "fair", None) or getattr(args, "strong_fair", None) \
+            or getattr(args, "no_fairness", False):
+        from kafkamc.cli.liveness import run_liveness
+
+        return run_liveness(args, spec)
     props = select_properties(type(spec), args.invariant)
     if getattr(args, "recoverability", None):
         names = args.recoverability
@@ -110,9 +115,16 @@ def _cmd_check(args: argparse.Namespace) -> int:
         doc = result_to_json(result)
         if result.extra.get("recoverability"):
             doc["recoverability"] = result.extra["recoverability"]
+        if result.extra.get("checker") == "liveness":
+            doc["liveness"] = result.extra["liveness"]
         print(json.dumps(doc))
     else:
         print(printable_lines(render_summary(result)))
+        if result.extra.get("checker") == "liveness":
+            from kafkamc.checker.liveness import liveness_notes
+
+            for line in liveness_notes(result):
+                print(printable(line))
         if result.extra.get("recoverability"):
             from kafkamc.checker.graph import recoverability_notes
 

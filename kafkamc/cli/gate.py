@@ -54,6 +54,10 @@ _CHECK_KEYS: dict[str, tuple[type, ...]] = {
     "params": (dict,),
     "invariants": (list, str),
     "recoverability": (list, str),
+    "liveness": (list, str),
+    "fair": (list, str),
+    "strong_fair": (list, str),
+    "no_fairness": (bool,),
     "engine": (str,),
     "master": (str,),
     "partitions": (int,),
@@ -191,6 +195,8 @@ class Check:
     line: int | None = None
     load_error: str | None = None  # the user's spec module failed to import or validate_params raised
     recoverability: tuple[Property, ...] = ()
+    liveness: tuple[Property, ...] = ()
+    fairness: Any = None  # kafkamc.checker.liveness.Fairness, for a check with liveness
     description: str = ""
     engine: str = "local"
     master: str | None = None
@@ -431,11 +437,13 @@ def _load_check(src: _Source, name: str, body: dict[str, Any], defaults: dict[st
         raise err(str(exc), "params" if "params" in merged else "spec") from None
 
     inv = merged.get("invariants")
-    if inv is None:
+    if inv is None and merged.get("liveness"):
+        props = ()  # as with check -l: invariants are checked only when named
+    elif inv is None:
         props = tuple(cls.default_properties())
     else:
         names = [inv] if isinstance(inv, str) else inv
-        if not names and not merged.get("recoverability"):
+        if not names and not merged.get("recoverability") and not merged.get("liveness"):
             raise err("invariants is empty; omit it for the spec's defaults, or use \"all\" "
                       "(an empty list is for checks of recoverability only)", "invariants")
         chosen: list[Property] = []
@@ -474,10 +482,12 @@ def _load_check(src: _Source, name: str, body: dict[str, Any], defaults: dict[st
         if merged.get("engine", "local") != "local":
             raise err("recoverability is checked on the state graph by the local engine only", "recoverability")
 
+    lives, fairness = _load_liveness(src, name, cls, merged, body, origin, err)
     deadlock = merged.get("deadlock", False)
     violated = merged.get("violated")
     if violated is not None:
-        checked = [p.name for p in props] + [r.name for r in recs] + ([DEADLOCK] if deadlock else [])
+        checked = [p.name for p in props] + [r.name for r in recs] + [lp.name for lp in lives] + \
+            ([DEADLOCK] if deadlock else [])
         if violated not in checked:
             raise err(f"violated = {violated!r} is not among the properties this check checks; "
                       f"allowed: {', '.join(checked)}", "violated")
@@ -497,6 +507,7 @@ def _load_check(src: _Source, name: str, body: dict[str, Any], defaults: dict[st
 
     return Check(
         name=name, spec_ref=ref, spec=spec, properties=props, recoverability=tuple(recs), expect=expect,
+        liveness=lives, fairness=fairness,
         line=src.lines.line(src.root + here),
         description=merged.get("description", ""), engine=engine, master=merged.get("master"),
         partitions=merged.get("partitions"), workers=merged.get("workers"), max_depth=merged.get("max_depth"),
@@ -504,6 +515,54 @@ def _load_check(src: _Source, name: str, body: dict[str, Any], defaults: dict[st
         max_trace_length=merged.get("max_trace_length"), distinct_states=merged.get("distinct_states"),
         depth=merged.get("depth"), allow_incomplete=merged.get("allow_incomplete", False),
     )
+
+
+def _load_liveness(src: _Source, name: str, cls: type[Spec], merged: dict[str, Any], body: dict[str, Any],
+                   origin: dict[str, tuple[str, ...]], err: Any) -> tuple[tuple[Property, ...], Any]:
+    """The ``liveness`` properties of a check and the fairness it assumes (``fair``, ``strong_fair``,
+    ``no_fairness`` override the spec's declaration, as the options of ``check -l`` do)."""
+    names = merged.get("liveness", [])
+    names = [names] if isinstance(names, str) else names
+    if not names:
+        for key in ("fair", "strong_fair", "no_fairness"):
+            if key in merged:
+                raise err(f"{key} applies only to a check with liveness", key)
+        return (), None
+    chosen: list[Property] = []
+    for lname in names:
+        if not isinstance(lname, str):
+            raise err(f"liveness must be names (strings); got {lname!r}", "liveness")
+        try:
+            found = cls.liveness_properties() if lname == "all" else (cls.liveness_named(lname),)
+        except UsageError as exc:
+            raise src.error(f"check {name!r}: {exc}", *origin["liveness"], value=lname) from None
+        chosen.extend(lp for lp in found if lp not in chosen)
+    if merged.get("recoverability"):
+        raise err("liveness and recoverability cannot be combined in one check", "liveness")
+    if merged.get("symmetry"):
+        raise err("symmetry = true cannot be combined with liveness: a symmetry reduction can hide liveness "
+                  "violations", "symmetry")
+    for key in ("max_depth", "deadlock", "workers"):
+        if key in body:
+            raise err(f"{key} cannot be combined with liveness (the state graph is built by one process and "
+                      "bounded by max_states only)", key)
+        merged.pop(key, None)
+    if merged.get("engine", "local") != "local":
+        raise err("liveness is checked on the state graph by the local engine only", "liveness")
+    from kafkamc.checker.liveness import resolve_fairness
+
+    lists = {}
+    for key in ("fair", "strong_fair"):
+        value = merged.get(key, [])
+        lists[key] = [value] if isinstance(value, str) else value
+        if not all(isinstance(a, str) for a in lists[key]):
+            raise err(f"{key} must be action names (strings)", key)
+    try:
+        fairness = resolve_fairness(cls, lists["fair"], lists["strong_fair"], merged.get("no_fairness", False))
+    except UsageError as exc:
+        raise err(str(exc), "fair" if "fair" in merged else "strong_fair" if "strong_fair" in merged else
+                  "liveness") from None
+    return tuple(chosen), fairness
 
 
 def select_checks(checks: list[Check], only: Sequence[str] | None) -> list[Check]:
@@ -577,7 +636,7 @@ def evaluate(check: Check, result: CheckResult) -> list[str]:
     else:
         if result.result == OK:
             problems.append(f"expected a violation{' of ' + check.violated if check.violated else ''}, "
-                            f"but every reachable state satisfies {checked}: the model no longer finds the bug")
+                            f"but every {_judged(result)} satisfies {checked}: the model no longer finds the bug")
         elif result.result == INCOMPLETE:
             problems.append(f"expected a violation{' of ' + check.violated if check.violated else ''}, "
                             f"but none was found before the run stopped ({result.reason or 'a bound was reached'})")
@@ -596,6 +655,11 @@ def evaluate(check: Check, result: CheckResult) -> list[str]:
     return problems
 
 
+def _judged(result: CheckResult) -> str:
+    """What an ok result speaks of: states for invariants, fair behaviours for liveness."""
+    return "fair behaviour" if (result.extra or {}).get("checker") == "liveness" else "reachable state"
+
+
 def _explore(check: Check) -> CheckResult:
     kwargs = dict(max_depth=check.max_depth, max_states=check.max_states, symmetry=check.symmetry,
                   deadlock=check.deadlock)
@@ -607,6 +671,11 @@ def _explore(check: Check) -> CheckResult:
                                  **kwargs)
         except ImportError as exc:  # pyspark (or the engine) is not installed here
             raise EngineError(f"engine spark is not available: {exc}") from None
+    if check.liveness:
+        from kafkamc.checker.liveness import check_liveness
+
+        return check_liveness(check.spec, check.properties, check.liveness, check.fairness,
+                              max_states=check.max_states)
     if check.recoverability:
         try:
             from kafkamc.checker.graph import check_recoverability
@@ -717,6 +786,10 @@ def _details(outcome: Outcome) -> str:
     if outcome.result is not None:
         parts.append(render_summary(outcome.result))
         notes = _recoverability_notes(outcome.result)
+        if (outcome.result.extra or {}).get("checker") == "liveness":
+            from kafkamc.checker.liveness import liveness_notes
+
+            notes = liveness_notes(outcome.result)
         if notes:
             parts.append("\n".join(notes))
         if outcome.result.trace is not None:
@@ -790,6 +863,8 @@ def _outcome_json(o: Outcome) -> dict[str, Any]:
         "params": c.spec.p.as_dict() if c.spec is not None else None,
         "invariants": [p.name for p in c.properties],
         "recoverability": [r.name for r in c.recoverability],
+        "liveness": [lp.name for lp in c.liveness],
+        "fairness": c.fairness.as_json() if c.fairness is not None else None,
         "engine": c.engine,
         "expect": c.expect,
         "violated": c.violated,

@@ -78,6 +78,9 @@ def _header(doc: dict[str, Any]) -> list[str]:
     violated = doc.get("violated")
     if violated == "deadlock":
         verdict = f"violation: a deadlock (a state with no successors) after {n - 1} steps (trace of {n} states)"
+    elif violated and doc.get("loop_start") is not None:
+        verdict = f"violation: {printable(str(violated))} fails on a lasso of {n} states (the cycle from state " \
+                  f"{doc['loop_start'] + 1})"
     elif violated:
         verdict = f"violation: {printable(str(violated))} fails after {n - 1} steps (trace of {n} states)"
     else:
@@ -160,6 +163,10 @@ def replay_document(doc: dict[str, Any], spec_ref: str | None = None, trust: boo
             f"the trace names spec {ref!r}, which is not bundled with kafkamc, and replaying imports and runs "
             f"its module; pass --spec {ref} to replay against it, or --trust to use the file's reference"
         )
+    if doc.get("loop_start") is not None:
+        from kafkamc.cli.replay_lasso import replay_lasso
+
+        return replay_lasso(doc, str(ref))
     load_spec_class(str(ref))  # an unknown spec is a usage error (exit 2)
     report = ReplayReport()
     recorded = dict(doc.get("params") or {})

@@ -278,7 +278,10 @@ def page_data(doc: dict[str, Any]) -> dict[str, Any]:
         "format": doc.get("format", "kafkamc"),
         "descriptions": {str(k): v for k, v in recorded.items() if isinstance(v, str)},
         "steps": [{"action": s["action"], "state": _js_safe(s["state"]), "sets": _sets_of(s)} for s in doc["trace"]],
-        "failing": len(doc["trace"]) if doc.get("violated") else None,
+        "failing": len(doc["trace"]) if doc.get("violated") and doc.get("loop_start") is None else None,
+        # A lasso (liveness counterexample): the steps from loop_start on repeat forever.
+        "loop_start": doc.get("loop_start"),
+        "loop_action": doc.get("loop_action"),
         "entities": entities,
         "lanes": lanes_of(doc, entities),
     }

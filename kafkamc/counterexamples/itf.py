@@ -12,7 +12,9 @@ spec), ``description``, and ``spec``, ``parameters``, ``invariant`` (the violate
 ``invariants`` (all checked), ``engine``, ``result``, ``path`` (the successor-index path that
 ``kafkamc trace replay`` re-executes) and the run's statistics. A state's ``#meta`` holds its
 ``index`` and, except for the initial state, the ``action`` label that led to it: string values
-only, which every ITF reader accepts.
+only, which every ITF reader accepts. A liveness counterexample is a lasso: the trace's ``loop``
+is the index of the state the last state leads back to, by the ``#meta`` ``loop_action`` (null:
+the last state stutters forever), under the ``#meta`` ``fairness``.
 
 Reading goes the other way, to the JSON trace shape of ``kafkamc check --json`` (see
 ``kafkamc.counterexamples.render.result_to_json``), so the terminal renderer, ``replay`` and the
@@ -121,7 +123,14 @@ def result_to_itf(result: CheckResult) -> dict[str, Any]:
         item = {"#meta": smeta}
         item.update(state_to_itf(step.state))
         states.append(item)
-    return {"#meta": meta, "vars": variables, "states": states}
+    out = {"#meta": meta, "vars": variables, "states": states}
+    if result.trace.loop_start is not None:
+        # ITF's lasso: the last state is followed by states[loop] again (by the meta's loop_action,
+        # or by stuttering when that is null).
+        out["loop"] = result.trace.loop_start
+        meta["loop_action"] = result.trace.loop_action
+        meta["fairness"] = result.extra.get("fairness")
+    return out
 
 
 def itf_path(result: CheckResult, out_dir: str) -> str:
@@ -309,6 +318,14 @@ def itf_to_document(obj: Any, where: str = "the ITF trace") -> dict[str, Any]:
     path = meta.get("path")
     if isinstance(path, list) and path and all(isinstance(i, int) and not isinstance(i, bool) for i in path):
         doc["path"] = list(path)
+    loop = obj.get("loop")
+    if loop is not None:
+        if not isinstance(loop, int) or isinstance(loop, bool) or not 0 <= loop < len(trace):
+            raise UsageError(f"{where}: 'loop' must be the index of one of its states, not {loop!r}")
+        doc["loop_start"] = loop
+        doc["loop_action"] = meta.get("loop_action") if isinstance(meta.get("loop_action"), str) else None
+        if isinstance(meta.get("fairness"), dict):
+            doc["fairness"] = meta["fairness"]
     return doc
 
 
@@ -348,6 +365,11 @@ def check_document(doc: Any, where: str = "the trace") -> dict[str, Any]:
         value = doc.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
             raise UsageError(f"{where}: {key!r} must be an integer or null")
+    loop = doc.get("loop_start")
+    if loop is not None and (not isinstance(loop, int) or isinstance(loop, bool) or not 0 <= loop < len(trace)):
+        raise UsageError(f"{where}: 'loop_start' must be the index of one of its steps, not {loop!r}")
+    if doc.get("loop_action") is not None and not isinstance(doc["loop_action"], str):
+        raise UsageError(f"{where}: 'loop_action' must be a string or null")
     path = doc.get("path")
     if path is not None and not (
         isinstance(path, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in path)

@@ -16,7 +16,7 @@ from kafkamc.terminal import printable
 
 __all__ = [
     "SCHEMA", "json_sort_key", "state_to_json", "trace_to_json", "result_to_json", "flatten", "show_value",
-    "render_trace", "render_summary", "describe_change", "entity_names",
+    "render_trace", "render_summary", "describe_change", "entity_names", "LOOP_MARK", "lasso_end",
 ]
 
 SCHEMA = 1
@@ -90,6 +90,12 @@ def result_to_json(result: CheckResult) -> dict[str, Any]:
     if result.trace is not None:
         out["path"] = list(result.trace.path)
         out.update(_spec_context(result))
+        if result.trace.loop_start is not None:
+            # A lasso: the last state goes back to trace[loop_start] by loop_action (null: it
+            # stutters forever), under the fairness the run assumed.
+            out["loop_start"] = result.trace.loop_start
+            out["loop_action"] = result.trace.loop_action
+            out["fairness"] = result.extra.get("fairness")
     return out
 
 
@@ -286,6 +292,16 @@ def _edit(old: tuple[Any, ...], new: tuple[Any, ...]) -> str | None:
     return None
 
 
+LOOP_MARK = "-- the cycle starts here, and repeats --"
+
+
+def lasso_end(loop_start: int, loop_action: str | None, length: int) -> str:
+    """The line that closes a lasso's rendering: back to the cycle's first state, or stuttering."""
+    if loop_action is None:
+        return f"-- and stays in state {length} forever (stuttering: no fair action is enabled there) --"
+    return f"-- {loop_action} leads back to state {loop_start + 1}, and the cycle repeats forever --"
+
+
 def _diff(path: str, old: Any, new: Any, out: list[str]) -> None:
     """Lines ``path: change`` for what differs between two trace values, opened where they are."""
     if old is _ABSENT or new is _ABSENT:
@@ -315,6 +331,8 @@ def _document_of(source: Any, entities: dict[str, Any] | None) -> dict[str, Any]
         doc = result_to_json(source)
     elif isinstance(source, Trace):
         doc = {"trace": trace_to_json(source)}
+        if source.loop_start is not None:
+            doc.update(loop_start=source.loop_start, loop_action=source.loop_action)
     else:
         doc = source
     if entities is not None:
@@ -335,6 +353,9 @@ def render_trace(source: CheckResult | Trace | dict[str, Any], full: bool = Fals
     hint = doc.get("entities") if isinstance(doc.get("entities"), dict) else None
     steps = doc["trace"]
     violated = doc.get("violated")
+    loop_start = doc.get("loop_start")
+    if not (isinstance(loop_start, int) and not isinstance(loop_start, bool) and 0 <= loop_start < len(steps)):
+        loop_start = None
     width = len(str(len(steps)))
     pad = " " * width + "    "
     lines: list[str] = []
@@ -344,7 +365,9 @@ def render_trace(source: CheckResult | Trace | dict[str, Any], full: bool = Fals
         marked = frozenset(p for p in sets if isinstance(p, str)) if isinstance(sets, list) else frozenset()
         parts = _parts(_typed(step["state"], "", marked), hint)
         title = "initial state" if step["action"] is None else printable(str(step["action"]))
-        if n == len(steps) and violated:
+        if loop_start == n - 1:
+            lines.append(LOOP_MARK)
+        if n == len(steps) and violated and loop_start is None:
             what = "no successors (deadlock)" if violated == "deadlock" else f"{printable(str(violated))} fails"
             title += f"   <- {what} here"
         lines.append(f"{n:>{width}}. {title}")
@@ -360,6 +383,9 @@ def render_trace(source: CheckResult | Trace | dict[str, Any], full: bool = Fals
                 _diff(path, value, _ABSENT, changes)
             lines.extend(pad + line for line in changes)
         prev = parts
+    if loop_start is not None:
+        action = doc.get("loop_action")
+        lines.append(lasso_end(loop_start, printable(action) if isinstance(action, str) else None, len(steps)))
     return "\n".join(lines)
 
 
@@ -414,8 +440,16 @@ def render_summary(result: CheckResult) -> str:
     )
     head = f"{result.spec} [{params}] engine={result.engine}{' symmetry' if result.symmetry else ''}"
     checked = ", ".join(result.invariants) or "no invariants"
-    if result.result == "ok":
+    if result.result == "ok" and result.extra.get("checker") == "liveness":
+        verdict = f"ok: every fair behaviour satisfies {checked}"
+    elif result.result == "ok":
         verdict = f"ok: every reachable state satisfies {checked}"
+    elif result.result == "violation" and result.trace is not None and result.trace.loop_start is not None:
+        length, start = len(result.trace), result.trace.loop_start
+        end = "a state where it may stop (stutter) forever" if result.trace.loop_action is None else (
+            f"a cycle of {_count(length - start, 'transition')} that repeats forever")
+        verdict = (f"violation: {result.violated} fails on a fair behaviour: {_count(start, 'step')} to {end} "
+                   f"(a lasso of {_count(length, 'state')})")
     elif result.result == "violation":
         length = len(result.trace) if result.trace is not None else 0
         what = "a deadlock (a state with no successors)" if result.violated == "deadlock" else result.violated
@@ -425,6 +459,10 @@ def render_summary(result: CheckResult) -> str:
                "interrupted": "interrupted"}.get(result.reason or "", result.reason or "bounded")
         verdict = f"incomplete ({why}): no violation of {checked} in the states explored; not exhaustive"
     return f"{head}\n{verdict}\n{stats}"
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 def _param(value: Any) -> str:

@@ -24,8 +24,15 @@ class TraceStep:
 
 @dataclass(frozen=True, slots=True)
 class Trace:
+    """A counterexample. A *lasso* (a liveness counterexample) also has ``loop_start``: the index of
+    the step where the cycle starts; the behaviour goes on from the last state back to that step's
+    state by the transition labelled ``loop_action``, forever, or stutters in the last state forever
+    when ``loop_action`` is None (then ``loop_start`` is the last index)."""
+
     steps: tuple[TraceStep, ...]
     path: tuple[int, ...]
+    loop_start: int | None = None
+    loop_action: str | None = None
 
     def __len__(self) -> int:
         return len(self.steps)

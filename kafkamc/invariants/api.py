@@ -23,7 +23,8 @@ class Property:
 
     ``kind`` is "invariant" (fn(p, s)), "action" (fn(p, s, label, t)) or "recoverability"
     (fn(p, s) says whether s is a good state; the property claims AG EF good: from every reachable
-    state some good state can still be reached).
+    state some good state can still be reached) or "liveness" (fn() returns a temporal formula,
+    see ``kafkamc.invariants.temporal``).
     """
 
     name: str

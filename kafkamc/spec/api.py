@@ -204,6 +204,11 @@ class Spec:
         that the trace viewer draws as one swim lane per entity (inferred when absent).
       recoverability: tuple of functions decorated with @recoverable (AG EF good-state properties,
         checked on the state graph with ``kafkamc check -r NAME``).
+      liveness: tuple of functions decorated with @liveness (temporal properties, checked on the
+        state graph under fairness with ``kafkamc check -l NAME``).
+      weak_fairness, strong_fairness: names of the actions assumed weakly / strongly fair (TLA+'s
+        WF_vars(A) / SF_vars(A)); a run may override them (``--fair``, ``--strong-fair``,
+        ``--no-fairness``).
 
     Functions (all take the resolved parameters ``p`` first; none may do I/O or use randomness):
       init_states(p) -> iterable of states (required)
@@ -219,6 +224,9 @@ class Spec:
     invariants: ClassVar[tuple[Callable[..., bool], ...]] = ()
     default_invariants: ClassVar[tuple[str, ...] | None] = None
     recoverability: ClassVar[tuple[Callable[..., bool], ...]] = ()
+    liveness: ClassVar[tuple[Callable[..., Any], ...]] = ()
+    weak_fairness: ClassVar[tuple[str, ...]] = ()
+    strong_fairness: ClassVar[tuple[str, ...]] = ()
     entities: ClassVar[dict[str, tuple[str, ...]] | None] = None
     fingerprint: ClassVar[str] = "auto"
     constraint: ClassVar[Callable[[Params, Any], bool] | None] = None
@@ -303,6 +311,19 @@ class Spec:
                 return prop
         allowed = ", ".join(p.name for p in cls.recoverability_properties()) or "none"
         raise UsageError(f"unknown recoverability property {name!r} for spec {cls.name}; allowed: {allowed}")
+
+    @classmethod
+    def liveness_properties(cls) -> tuple[Property, ...]:
+        return tuple(property_of(fn) for fn in cls.liveness)
+
+    @classmethod
+    def liveness_named(cls, name: str) -> Property:
+        for prop in cls.liveness_properties():
+            if prop.name == name:
+                return prop
+        allowed = ", ".join(p.name for p in cls.liveness_properties()) or "none"
+        raise UsageError(f"unknown liveness property {name!r} for spec {cls.name}; allowed: {allowed}"
+                         + (", all" if cls.liveness else ""))
 
     @classmethod
     def default_properties(cls) -> tuple[Property, ...]:

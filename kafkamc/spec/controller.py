@@ -72,6 +72,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from itertools import permutations, product
 
+from kafkamc.invariants.liveness import controller_eventually_elected
 from kafkamc.invariants.recoverability import controller_can_recover
 from kafkamc.invariants.controller import (
     controller_epoch_monotonic,
@@ -192,6 +193,14 @@ class Controller(Spec):
         zk_writes_fenced,
     )
     recoverability = (controller_can_recover,)
+    liveness = (controller_eventually_elected,)
+    # Fairness (check -l): ZooKeeper and the brokers keep working. A broker whose session expired
+    # notices (expire); a watch that fired is handled (controller_change); with /controller absent
+    # some live broker runs the election (elect); a crashed broker is restarted (restart); the
+    # network delivers what it keeps (handle_request). Failures are not fair, nothing forces them:
+    # session_expires, crash, drop_request, duplicate_request; nor are the controller's optional
+    # sends and leader elections, which the election does not wait for.
+    weak_fairness = ("elect", "controller_change", "expire", "restart", "handle_request")
     default_invariants = (
         "single-controller-per-epoch",
         "controller-epoch-monotonic",

@@ -56,6 +56,7 @@ from functools import lru_cache
 from itertools import permutations
 
 from kafkamc.errors import UsageError
+from kafkamc.invariants.liveness import follower_catches_up, follower_learns_high_watermark
 from kafkamc.invariants.recoverability import partition_can_recover
 from kafkamc.invariants.replication import (
     follower_matches_leader,
@@ -292,6 +293,14 @@ class Replication(Spec):
     )
     invariants = (strong_isr, weak_isr, leader_in_isr, no_acked_data_loss, no_divergence, follower_matches_leader)
     recoverability = (partition_can_recover,)
+    liveness = (follower_catches_up, follower_learns_high_watermark)
+    # Fairness (check -l): a live follower keeps fetching from its leader and a leader keeps
+    # advancing its high watermark when it can (replica fetcher threads and the leader's fetch
+    # handling run continuously); a broker acts on the LeaderAndIsr requests it is sent (the network
+    # delivers eventually); a crashed broker is restarted. Not fair, since nothing forces them:
+    # producer writes, the controller's elections and ISR changes (they follow failures), crashes.
+    weak_fairness = ("become_leader", "become_follower", "follower_fetch", "follower_truncate",
+                     "leader_inc_high_watermark", "broker_restart")
     default_invariants = ("strong-isr", "weak-isr")
     # Tuples indexed by replica id - 1: one swim lane per replica in the trace viewer.
     entities = {"replica": ("logs", "hw", "replica_state")}

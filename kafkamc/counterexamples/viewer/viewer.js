@@ -143,7 +143,12 @@
   var params = Object.keys(data.params).map(function (k) { return k + "=" + show(data.params[k], -1, null); }).join("  ");
   setText(document.getElementById("params"), params ? "parameters: " + params : "");
   var verdict = document.getElementById("verdict");
-  if (data.violated) {
+  var lasso = data.loop_start !== null && data.loop_start !== undefined;
+  if (lasso) {
+    verdict.appendChild(document.createTextNode("Liveness property "));
+    verdict.appendChild(el("strong", "", data.violated));
+    verdict.appendChild(document.createTextNode(" fails: steps " + (data.loop_start + 1) + " to " + N + " repeat forever" + (data.loop_action === null ? " (the last state stutters)" : " (" + data.loop_action + " leads back to step " + (data.loop_start + 1) + ")")));
+  } else if (data.violated) {
     if (data.violated === "deadlock") {
       verdict.appendChild(el("strong", "", "Deadlock"));
       verdict.appendChild(document.createTextNode(" at step " + data.failing + " of " + N + ": the state has no successors"));
@@ -195,6 +200,8 @@
     a.appendChild(el("span", "step-label", s.action === null ? "initial state" : s.action));
     if (n > 0) { var c = changeCount(n); a.appendChild(el("span", "nchg", c + (c === 1 ? " change" : " changes"))); }
     if (data.failing === n + 1) { li.className = "failing"; a.appendChild(el("span", "failmark", "\u2716 " + data.violated)); }
+    if (lasso && n >= data.loop_start) li.classList.add("cycle");
+    if (lasso && n === data.loop_start) a.appendChild(el("span", "loopmark", "\u21bb the cycle starts here, and repeats"));
     li.appendChild(a);
     list.appendChild(li);
     items.push(li);
