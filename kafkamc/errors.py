@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["KafkamcError", "UsageError", "SpecRaised", "EngineError"]
+__all__ = ["KafkamcError", "UsageError", "SpecRaised", "SpecError", "EngineError", "short_repr"]
 
 
 class KafkamcError(Exception):
@@ -29,6 +29,19 @@ class SpecRaised(KafkamcError):
         super().__init__(
             f"{where} raised {type(error).__name__}: {error} on state {state!r}"
         )
+
+
+class SpecError(KafkamcError):
+    """The spec broke a rule of the Spec API during exploration (exit 3) without raising: a
+    property returned something other than a bool, or successors came out in a different order."""
+
+    exit_code = 3
+
+
+def short_repr(value: object, limit: int = 200) -> str:
+    """``repr(value)`` cut to ``limit`` characters, for one-line messages."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class EngineError(KafkamcError):

@@ -10,7 +10,9 @@ from typing import Any
 
 from kafkamc.cli.args import add_check_arguments, print_progress
 from kafkamc.cli.output import write_counterexample
-from kafkamc.counterexamples.render import render_summary, render_trace, result_to_json
+from kafkamc.counterexamples.render import (
+    coverage_warnings, render_coverage, render_summary, render_trace, result_to_json,
+)
 from kafkamc.errors import UsageError
 from kafkamc.result import INCOMPLETE, OK, VIOLATION, CheckResult
 from kafkamc.spec.registry import build_spec, load_spec_class, select_properties
@@ -78,6 +80,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
     if ":" in args.spec:
         result = dataclasses.replace(result, extra={**result.extra, "spec_ref": args.spec})
     written = write_counterexample(result, args.out, args.html)
+    for line in coverage_warnings(result):
+        print(f"kafkamc: {line}", file=sys.stderr)
     if args.json:
         doc = result_to_json(result)
         if result.extra.get("recoverability"):
@@ -85,6 +89,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
         print(json.dumps(doc))
     else:
         print(render_summary(result))
+        table = render_coverage(result)
+        if table:
+            print(table)
         if result.extra.get("recoverability"):
             from kafkamc.checker.graph import recoverability_notes
 
