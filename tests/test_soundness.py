@@ -293,3 +293,14 @@ def test_collision_probability_is_tlcs_formula_at_our_width(capsys):
     assert doc["fingerprint_collision_probability"] == n * (g - n) / 2**FINGERPRINT_BITS
     code, out, _ = run(capsys, "check", "toyspecs:Counters")
     assert f"fingerprint collision probability {n * (g - n) / 2**61:.1e}" in out
+
+
+def test_trace_replay_of_a_forgetful_invariant_is_a_spec_error_not_reproduced(capsys, tmp_path):
+    code, _, _ = run(capsys, "check", "toyspecs:Counters", "-p", "limit=2", "--out", str(tmp_path))
+    assert code == 1
+    (path,) = tmp_path.glob("*.trace.json")
+    doc = json.loads(path.read_text())
+    doc.update(spec="forgot-return", violated="x-forgot-return", spec_ref="toyspecs:ForgotReturn")
+    path.write_text(json.dumps(doc))
+    code, out, err = run(capsys, "trace", "replay", str(path), "--spec", "toyspecs:ForgotReturn")
+    assert code == 3 and "invariant x-forgot-return returned None" in err and "reproduced" not in out

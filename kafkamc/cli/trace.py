@@ -15,6 +15,7 @@ from typing import Any, Iterator
 from kafkamc.counterexamples.itf import load_trace_file
 from kafkamc.counterexamples.render import state_to_json
 from kafkamc.errors import SpecRaised, UsageError
+from kafkamc.invariants.api import fails as property_fails
 
 __all__ = ["register", "render_document", "replay_document", "ReplayReport", "flatten_json", "show_json"]
 
@@ -323,10 +324,14 @@ def replay_document(doc: dict[str, Any], spec_ref: str | None = None) -> ReplayR
 def _holds(prop: Any, p: Any, prev: Any, label: str | None, state: Any) -> bool:
     try:
         if prop.kind == "invariant":
-            return bool(prop.fn(p, state))
-        return bool(prop.fn(p, prev, label, state))
+            verdict = prop.fn(p, state)
+        else:
+            verdict = prop.fn(p, prev, label, state)
     except Exception as exc:
         raise SpecRaised(f"{prop.kind} {prop.name}", state, exc) from exc
+    # None from a forgotten return is a spec error, not a reproduced violation.
+    what = "invariant" if prop.kind == "invariant" else "action property"
+    return verdict is True or not property_fails(verdict, f"{what} {prop.name}", state)
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:

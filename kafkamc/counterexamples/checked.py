@@ -56,19 +56,19 @@ def checked_replay(
             f"took initial state #{path[0]}; {_RULE}"
         )
     state = inits[path[0]]
-    _check_fingerprint(spec, key, expected, 0, state, None, path)
     steps = [TraceStep(None, state)]
+    _check_fingerprint(spec, key, expected, 0, state, None, path, steps)
     for j in range(1, len(path)):
         step = _successor(spec, state, path[j])
         if step is None:
-            culprit = _unstable_action(spec, state, key)
+            at, culprit = _first_unstable(spec, steps, key)
             raise SpecError(
-                f"the spec is not deterministic: {_who(culprit)} yields a different number of successors on the "
-                f"same state {state!r} (replaying step {j + 1} of the counterexample, successor #{path[j]} is "
-                f"gone); {_RULE}"
+                f"the spec is not deterministic: {_who(culprit)} yields its successors in a different order on the "
+                f"same state {at!r} (replaying step {j + 1} of the counterexample, state {state!r} has no "
+                f"successor #{path[j]}); {_RULE}"
             )
         aname, label, nxt = step
-        _check_fingerprint(spec, key, expected, j, nxt, (state, aname, label), path)
+        _check_fingerprint(spec, key, expected, j, nxt, (state, aname, label), path, steps)
         steps.append(TraceStep(format_label(aname, label), nxt))
         state = nxt
     _check_verdict(spec, violated, properties, steps, key is not None and expected is not None)
@@ -89,7 +89,8 @@ def _successor(spec: Spec, state: Any, index: int) -> tuple[str, Any, Any] | Non
 
 
 def _check_fingerprint(spec: Spec, key: Callable[[Any], int] | None, expected: Expected | None, j: int,
-                       state: Any, came_from: tuple[Any, str, Any] | None, path: Sequence[int]) -> None:
+                       state: Any, came_from: tuple[Any, str, Any] | None, path: Sequence[int],
+                       steps: list[TraceStep]) -> None:
     if key is None or expected is None or expected(j, key(state)) is not False:
         return
     if came_from is None:
@@ -98,12 +99,29 @@ def _check_fingerprint(spec: Spec, key: Callable[[Any], int] | None, expected: E
             f"(initial state #{path[0]} is now {state!r}, not the state the search found); {_RULE}"
         )
     prev, aname, label = came_from
-    culprit = _unstable_action(spec, prev, key) or aname
+    at, culprit = _first_unstable(spec, steps, key)
+    if culprit is None:
+        # Stable within this process (the search ran in others, or the order depends on a salted
+        # hash): the step where the replay left the search's path is the best evidence.
+        at, culprit = prev, aname
     raise SpecError(
         f"the spec is not deterministic: action {culprit} yields its successors in a different order on the same "
-        f"state {prev!r} (replaying step {j + 1} of the counterexample, successor #{path[j]} is now "
-        f"{format_label(aname, label)}, not the state the search found); {_RULE}"
+        f"state {at!r} (replaying step {j + 1} of the counterexample, successor #{path[j]} of state {prev!r} is "
+        f"now {format_label(aname, label)}, not the state the search found); {_RULE}"
     )
+
+
+def _first_unstable(spec: Spec, steps: list[TraceStep], key: Callable[[Any], int] | None) -> tuple[Any, str | None]:
+    """The first state of the replay on which an action's successors differ between two calls.
+
+    An engine that records only some fingerprints (Spark) notices a divergence only where it has
+    one, possibly steps after the state where the order changed.
+    """
+    for st in steps:
+        culprit = _unstable_action(spec, st.state, key)
+        if culprit is not None:
+            return st.state, culprit
+    return steps[-1].state, None
 
 
 def _unstable_action(spec: Spec, state: Any, key: Callable[[Any], int] | None) -> str | None:
