@@ -166,6 +166,32 @@ class Shuffled(Spec):
         yield from out
 
 
+@invariant("not-joined", "the two branches never join")
+def not_joined(p, s):
+    return not (s.x == 1 and s.y == 1)
+
+
+class Diamond(Spec):
+    """Two branches that join: executors take them in the other order than the driver, so the
+    replayed counterexample ends in the recorded state by another path (only the digest of the
+    path's fingerprints tells)."""
+
+    name = "spark-diamond"
+    parameters = (Param("home", 0, "the driver's process id", min=0),)
+    invariants = (not_joined,)
+
+    def init_states(p):
+        yield XY(0, 0)
+
+    @action
+    def step(p, s):
+        if s == XY(0, 0):
+            out = [("IncX", XY(1, 0)), ("IncY", XY(0, 1))]
+            yield from (reversed(out) if os.getpid() != p.home else out)
+        elif s.x + s.y == 1:
+            yield "Join", XY(1, 1)
+
+
 # -- helpers --------------------------------------------------------------------------------
 
 
@@ -282,6 +308,10 @@ def test_nondeterministic_spec_and_non_bool_invariant_are_spec_errors(spark):
     with pytest.raises(SpecError, match=r"invariant y-forgot-return returned None \(NoneType\), not a bool, on "
                                         r"state XY\(x=\d, y=\d\)"):
         explore_spark(Shuffled(home=os.getpid()), [Shuffled.property_named("y-forgot-return")])
+    with pytest.raises(SpecError, match=r"the spec is not deterministic: action step yields its successors in a "
+                                        r"different order on the same state XY\(x=1, y=0\), or an action did on an "
+                                        r"earlier state"):
+        explore_spark(Diamond(home=os.getpid()))
 
 
 def test_lost_python_worker_is_an_engine_error(spark):

@@ -342,22 +342,30 @@ def _without_gc(fn: Callable[..., Any], *args: Any) -> Any:
             gc.enable()
 
 
+def _chain(digest: int, fingerprint: int) -> int:
+    """The digest of the fingerprints along a state's path, extended by one state. Executors keep
+    no parent links, so the driver checks a replayed counterexample's states against this."""
+    return hash((digest, fingerprint))
+
+
 def _init_block(job: _Job, index: int, it: Any) -> Any:
     """Partition ``index`` of level 1 from the driver's initial states (already checked)."""
     keys: list[np.ndarray] = []
     entries: list = []
     for _, payload in it:
         kb, paths, states = marshal.loads(payload)
-        keys.append(np.frombuffer(kb, dtype=np.int64))
-        entries.extend(zip(paths, states))
+        ks = np.frombuffer(kb, dtype=np.int64)
+        keys.append(ks)
+        entries.extend((path, sb, -1, _chain(0, k)) for path, sb, k in zip(paths, states, ks.tolist()))
     v = np.sort(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.int64)
     entries.sort()
     return iter([(v, _pack_frontier(entries), len(entries))])
 
 
 def _pack_frontier(entries: list) -> bytes:
-    """(paths, states[, actions]): a level-1 entry has no action that yielded it."""
-    return marshal.dumps(tuple([e[c] for e in entries] for c in range(len(entries[0]) if entries else 2)), 4)
+    """(paths, states, actions, digests): per state its path, its encoding, the action that
+    yielded it (-1 for an initial state) and the digest of the fingerprints along its path."""
+    return marshal.dumps(tuple([e[c] for e in entries] for c in range(4)), 4)
 
 
 def _expand(job: _Job, acc: Any, index: int, it: Any) -> Any:
@@ -373,7 +381,7 @@ def _expand_body(job: _Job, acc: Any, index: int, it: Any) -> Any:
     visited, fbytes, count = block
     generated = 0
     dead = aprop_bad = err = None
-    fps: dict[bytes, int] = {}  # the fingerprint of the state a reported path leads to
+    fps: dict[bytes, tuple[int, int]] = {}  # a reported path: its state's fingerprint and path digest
     nact = len(type(job.spec).actions())
     cov_en, cov_gen = [0] * nact, [0] * nact
     out: list = []
@@ -383,14 +391,14 @@ def _expand_body(job: _Job, acc: Any, index: int, it: Any) -> Any:
         codec = job.codec()
         loads = codec.loads
         frontier = marshal.loads(fbytes)
-        paths, states = frontier[0], frontier[1]
+        paths, states, chains = frontier[0], frontier[1], frontier[3]
         key, _ = state_key_function(spec, loads(states[0]), job.symmetry)
         actions = [(ai, a.name, a.fn) for ai, a in enumerate(type(spec).actions())]
         constraint = spec.constraint
         aprops = job.aprops
         deadlock = job.deadlock
         cands: dict[int, tuple] = {}
-        for path, sb in zip(paths, states):
+        for path, sb, ch in zip(paths, states, chains):
             s = loads(sb)
             if constraint is not None and not constraint(p, s):
                 continue
@@ -406,10 +414,10 @@ def _expand_body(job: _Job, acc: Any, index: int, it: Any) -> Any:
                                 r = pfn(p, s, flabel, t)
                                 if r is not True and fails(r, f"action property {pname} ({flabel})", s):
                                     aprop_bad = (path + _step(i), n)
-                                    fps[aprop_bad[0]] = k
+                                    fps[aprop_bad[0]] = (k, _chain(ch, k))
                                     break
                         if k not in cands:
-                            cands[k] = (path, i, t, ai)
+                            cands[k] = (path, i, t, ai, ch)
                         i += 1
                     if i != j:
                         cov_en[ai] += 1
@@ -421,7 +429,7 @@ def _expand_body(job: _Job, acc: Any, index: int, it: Any) -> Any:
             generated += i
             if i == 0 and deadlock and dead is None:
                 dead = path
-                fps[path] = key(s)
+                fps[path] = (key(s), ch)
         if cands:
             P = job.partitions
             keys = np.fromiter(cands, dtype=np.int64, count=len(cands))
@@ -434,18 +442,20 @@ def _expand_body(job: _Job, acc: Any, index: int, it: Any) -> Any:
             bp: list[list[bytes]] = [[] for _ in range(P)]
             bs: list[list[bytes]] = [[] for _ in range(P)]
             ba: list[list[int]] = [[] for _ in range(P)]
+            bc: list[list[int]] = [[] for _ in range(P)]
             dumps = codec.dumps
             try:
-                for (k, (path, i, t, ai)), o, d in zip(cands.items(), owners.tolist(), drop.tolist()):
+                for (k, (path, i, t, ai, ch)), o, d in zip(cands.items(), owners.tolist(), drop.tolist()):
                     if not d:
                         bk[o].append(k)
                         bp[o].append(path + _step(i))
                         bs[o].append(dumps(t))
                         ba[o].append(ai)
+                        bc[o].append(_chain(ch, k))
                 for j in range(P):
                     if bk[j]:
                         out.append((j, marshal.dumps(
-                            (np.array(bk[j], dtype=np.int64).tobytes(), bp[j], bs[j], ba[j]), 4)))
+                            (np.array(bk[j], dtype=np.int64).tobytes(), bp[j], bs[j], ba[j], bc[j]), 4)))
             except Exception as exc:
                 if err is None:
                     err = (b"", f"encoding a state for the shuffle failed: {type(exc).__name__}: {exc}")
@@ -471,15 +481,17 @@ def _merge_body(job: _Job, acc: Any, index: int, it: Any) -> Any:
     paths: list[bytes] = []
     states: list[bytes] = []
     acts: list[int] = []  # the action that yielded each state (coverage)
+    chains: list[int] = []  # the digest of the fingerprints along each state's path
     for item in it:
         if isinstance(item[0], np.ndarray):
             visited = item[0]
             continue
-        kb, ps, ss, aa = marshal.loads(item[1])
+        kb, ps, ss, aa, cc = marshal.loads(item[1])
         keys.append(np.frombuffer(kb, dtype=np.int64))
         paths.extend(ps)
         states.extend(ss)
         acts.extend(aa)
+        chains.extend(cc)
     if visited is None:
         raise RuntimeError(f"kafkamc: the visited block of partition {index} is missing from the union")
     inv_bad = inv_err = invalid = first_new = None
@@ -496,7 +508,7 @@ def _merge_body(job: _Job, acc: Any, index: int, it: Any) -> Any:
                 b = get(k)
                 if b is None or paths[n] < paths[b]:
                     best[k] = n
-        order = sorted((paths[n], states[n], acts[n]) for n in best.values())
+        order = sorted((paths[n], states[n], acts[n], chains[n]) for n in best.values())
         for e in order:
             dist[e[2]] += 1
         if order:
@@ -509,7 +521,7 @@ def _merge_body(job: _Job, acc: Any, index: int, it: Any) -> Any:
         if invs or budget:
             p = job.spec.p
             loads = job.codec().loads
-            for path, sb, _ in order:
+            for path, sb, _, _ in order:
                 checking = inv_bad is None and inv_err is None and invs
                 if not checking and budget <= 0:
                     break
@@ -531,7 +543,7 @@ def _merge_body(job: _Job, acc: Any, index: int, it: Any) -> Any:
                     except Exception as exc:
                         inv_err = (path, f"{type(exc).__name__}: {exc}")
     if inv_bad is not None:
-        inv_fp = next(k for k, n in best.items() if paths[n] == inv_bad[0])
+        inv_fp = next((k, chains[n]) for k, n in best.items() if paths[n] == inv_bad[0])
     packed = _pack_frontier(order)
     acc.add({("m", index): {
         "new": len(order), "invariant": inv_bad, "error": inv_err, "invalid": invalid, "invariant_fp": inv_fp,
@@ -841,18 +853,19 @@ def explore_spark(
     init_fps: dict[int, int] = {}
 
     def result(kind: str, violated: str | None = None, path: Sequence[int] | None = None,
-               reason: str | None = None, last_fp: int | None = None) -> CheckResult:
+               reason: str | None = None, last_fp: tuple[int, int] | None = None) -> CheckResult:
         trace = None
         if path is not None:
-            # The executors keep no parent links: the initial and the last state's fingerprints are
-            # checked. Every step of a replay is a transition of the spec by construction, so a trace
-            # that starts and ends where the search did and breaks the property is a counterexample
-            # of the same length.
+            # The executors keep no parent links; what they report with a violation is the last
+            # state's fingerprint and the digest of the fingerprints along its path (_chain), so
+            # every replayed state is checked, those in between through the digest at the end.
             end = len(path) - 1
+            digest = [0]
 
             def expected(j: int, fp: int) -> bool | None:
+                digest[0] = _chain(digest[0], fp)  # checked_replay asks once per position, in order
                 if j == end and last_fp is not None:
-                    return fp == last_fp
+                    return fp == last_fp[0] and digest[0] == last_fp[1]
                 return fp == init_fps.get(path[0]) if j == 0 else None
 
             trace = checked_replay(spec, list(path), violated, props, key=key, expected=expected)
@@ -887,7 +900,7 @@ def explore_spark(
     if progress:
         progress(LevelStats(1, len(seen), state["generated"], len(init_entries), time.perf_counter() - started))
     if bad is not None:
-        return result(VIOLATION, bad[0], bad[1], last_fp=bad[2])
+        return result(VIOLATION, bad[0], bad[1], last_fp=(bad[2], _chain(0, bad[2])))
 
     state_type = type(inits[0])
     codec = _codec(state_type)
@@ -1088,9 +1101,9 @@ def _finish(extra: dict, sources: set, executor_rss: int) -> None:
     extra["driver_peak_rss_kb"] = _rss_kb()
 
 
-def _found(xs: list, ms: list, invs: list, aprops: list) -> tuple[str, list[int], tuple, int] | None:
-    """The violation the local engine reports for this level: (name, path, position, fingerprint of
-    the state the path leads to) or None."""
+def _found(xs: list, ms: list, invs: list, aprops: list) -> tuple[str, list[int], tuple, tuple[int, int]] | None:
+    """The violation the local engine reports for this level: (name, path, position, (fingerprint,
+    path digest) of the state the path leads to) or None."""
     dead = [(x["deadlock"], x["fps"][x["deadlock"]]) for x in xs if x["deadlock"] is not None]
     if dead:
         path, fp = min(dead)

@@ -101,9 +101,14 @@ def _check_fingerprint(spec: Spec, key: Callable[[Any], int] | None, expected: E
     prev, aname, label = came_from
     at, culprit = _first_unstable(spec, steps, key)
     if culprit is None:
-        # Stable within this process (the search ran in others, or the order depends on a salted
-        # hash): the step where the replay left the search's path is the best evidence.
-        at, culprit = prev, aname
+        # Stable within this process (the search ran in other processes, or the order depends on a
+        # salted hash), and an engine that records only some fingerprints notices a divergence late.
+        raise SpecError(
+            f"the spec is not deterministic: action {aname} yields its successors in a different order on the same "
+            f"state {prev!r}, or an action did on an earlier state of the counterexample (replaying step {j + 1}, "
+            f"successor #{path[j]} is now {format_label(aname, label)}, off the path the search found; the order "
+            f"differs between processes or runs, not between two calls here); {_RULE}"
+        )
     raise SpecError(
         f"the spec is not deterministic: action {culprit} yields its successors in a different order on the same "
         f"state {at!r} (replaying step {j + 1} of the counterexample, successor #{path[j]} of state {prev!r} is "
