@@ -48,7 +48,6 @@ def checked_replay(
     """
     if not path:
         raise SpecError("internal: an engine reported a counterexample with an empty path")
-    p = spec.p
     inits = spec.initial()
     if not 0 <= path[0] < len(inits):
         raise SpecError(
