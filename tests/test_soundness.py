@@ -35,11 +35,14 @@ def run(capsys, *argv):
 # -- 1. the rebuilt counterexample is checked ------------------------------------------------
 
 
-@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("workers", [1, 2, "graph"])
 def test_nondeterministic_successors_are_a_spec_error_not_a_trace(workers):
     spec = toyspecs.Shuffled(home=os.getpid())
     with pytest.raises(SpecError) as info:
-        explore_multicore(spec, workers=workers, fork_threshold=1)
+        if workers == "graph":
+            check_recoverability(spec, None, [])
+        else:
+            explore_multicore(spec, workers=workers, fork_threshold=1)
     message = str(info.value)
     assert message.startswith(DETERMINISM) and "Pair(x=0, y=0)" in message
     assert "\n" not in message

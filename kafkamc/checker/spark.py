@@ -497,7 +497,7 @@ def _merge_body(job: _Job, acc: Any, index: int, it: Any) -> Any:
     inv_bad = inv_err = invalid = first_new = None
     inv_fp = None
     dist = [0] * len(type(job.spec).actions())
-    order: list = []
+    order: list[int] = []  # the new states' positions in the batches, in path order
     if paths:
         ks = np.concatenate(keys)
         fresh = ~_member(visited, ks)
@@ -508,11 +508,11 @@ def _merge_body(job: _Job, acc: Any, index: int, it: Any) -> Any:
                 b = get(k)
                 if b is None or paths[n] < paths[b]:
                     best[k] = n
-        order = sorted((paths[n], states[n], acts[n], chains[n]) for n in best.values())
-        for e in order:
-            dist[e[2]] += 1
+        order = sorted(best.values(), key=paths.__getitem__)  # paths are distinct: no ties
+        for n in order:
+            dist[acts[n]] += 1
         if order:
-            first_new = order[0][0]
+            first_new = paths[order[0]]
             new_keys = np.fromiter(best, dtype=np.int64, count=len(best))
             visited = np.concatenate((visited, np.sort(new_keys)))
             visited.sort(kind="stable")  # two sorted runs: a linear merge
@@ -521,7 +521,8 @@ def _merge_body(job: _Job, acc: Any, index: int, it: Any) -> Any:
         if invs or budget:
             p = job.spec.p
             loads = job.codec().loads
-            for path, sb, _, _ in order:
+            for at in order:
+                path, sb = paths[at], states[at]
                 checking = inv_bad is None and inv_err is None and invs
                 if not checking and budget <= 0:
                     break
@@ -544,7 +545,8 @@ def _merge_body(job: _Job, acc: Any, index: int, it: Any) -> Any:
                         inv_err = (path, f"{type(exc).__name__}: {exc}")
     if inv_bad is not None:
         inv_fp = next((k, chains[n]) for k, n in best.items() if paths[n] == inv_bad[0])
-    packed = _pack_frontier(order)
+    # The columns _pack_frontier writes, without building a tuple per state.
+    packed = marshal.dumps(tuple([col[n] for n in order] for col in (paths, states, acts, chains)), 4)
     acc.add({("m", index): {
         "new": len(order), "invariant": inv_bad, "error": inv_err, "invalid": invalid, "invariant_fp": inv_fp,
         "distinct_by_action": dist,
