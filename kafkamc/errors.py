@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-__all__ = ["KafkamcError", "UsageError", "SpecLoadError", "SpecRaised", "MalformedSpec", "EngineError"]
+__all__ = ["KafkamcError", "UsageError", "SpecLoadError", "SpecRaised", "SpecError", "MalformedSpec", "EngineError",
+           "short_repr"]
 
 
 class KafkamcError(Exception):
@@ -40,6 +41,19 @@ class SpecRaised(KafkamcError):
 
 class MalformedSpec(Exception):
     """What a spec function returned has the wrong shape (carried inside SpecRaised, exit 3)."""
+
+
+class SpecError(KafkamcError):
+    """The spec broke a rule of the Spec API during exploration (exit 3) without raising: a
+    property returned something other than a bool, or successors came out in a different order."""
+
+    exit_code = 3
+
+
+def short_repr(value: object, limit: int = 200) -> str:
+    """``repr(value)`` cut to ``limit`` characters, for one-line messages."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class EngineError(KafkamcError):

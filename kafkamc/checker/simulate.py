@@ -34,9 +34,10 @@ from typing import Any, Sequence
 
 from kafkamc.checker.local import first_violation, state_key_function
 from kafkamc.result import DEADLOCK, VIOLATION, CheckResult
+from kafkamc.counterexamples.checked import checked_replay
 from kafkamc.counterexamples.trace import replay
 from kafkamc.errors import EngineError, SpecRaised, UsageError
-from kafkamc.invariants.api import Property
+from kafkamc.invariants.api import Property, fails
 from kafkamc.spec.api import Spec, action_failure, format_label
 
 __all__ = ["simulate", "shortcut", "tighten", "NO_VIOLATION_FOUND", "DEFAULT_DATABASE", "SimulationStats"]
@@ -198,7 +199,7 @@ def simulate(
                         ok = pfn(p, state, flabel, t)
                     except Exception as exc:
                         raise SpecRaised(f"action property {pname}", state, exc) from exc
-                    if not ok:
+                    if ok is not True and fails(ok, f"action property {pname} ({flabel})", state):
                         _fail(pname, path, searching)
             bad = check_state(t)
             if bad is not None:
@@ -258,7 +259,8 @@ def simulate(
     except _Violation as v:
         violated = v.name
         shrunk_steps = len(v.path) - 1
-        trace = replay(spec, tighten(spec, shortcut(spec, v.path, aprops), v.name, invs, aprops))
+        trace = checked_replay(spec, tighten(spec, shortcut(spec, v.path, aprops), v.name, invs, aprops), v.name,
+                               props)
     except _TimeUp:
         reason = "time"
     except KeyboardInterrupt:
@@ -266,7 +268,7 @@ def simulate(
         if "best" in first_failure:
             violated, path = first_failure["best"]
             shrunk_steps = len(path) - 1
-            trace = replay(spec, path)
+            trace = checked_replay(spec, path, violated, props)
     except Exception as exc:
         if type(exc).__module__.startswith("hypothesis"):
             first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
@@ -341,7 +343,7 @@ def shortcut(spec: Spec, path: Sequence[int], aprops: Sequence[tuple[str, Any]] 
                 break  # already the step taken
             k, act, label = hit
             flabel = format_label(act.name, label)
-            if all(fn(p, s, flabel, states[j]) for _, fn in aprops):
+            if all(_aprop_holds(name, fn, p, s, flabel, states[j]) for name, fn in aprops):
                 path = path[: i + 1] + [k] + path[j + 1:]
                 states = states[: i + 1] + states[j:]
                 break
@@ -386,7 +388,7 @@ def tighten(
                 return None
             k, flabel, t = found
             out.append(k)
-            broken = next((name for name, fn in aprops if not fn(p, s, flabel, t)), None)
+            broken = next((name for name, fn in aprops if not _aprop_holds(name, fn, p, s, flabel, t)), None)
             if broken is None:
                 broken = first_violation(p, t, invs)
             if broken is not None:
@@ -408,3 +410,8 @@ def tighten(
                 changed = True
                 break
     return best
+
+
+def _aprop_holds(name: str, fn: Any, p: Any, s: Any, label: str, t: Any) -> bool:
+    r = fn(p, s, label, t)
+    return r is True or not fails(r, f"action property {name} ({label})", s)

@@ -10,7 +10,9 @@ from typing import Any
 
 from kafkamc.cli.args import add_check_arguments, print_progress
 from kafkamc.cli.output import check_counterexample_paths, write_counterexample
-from kafkamc.counterexamples.render import render_summary, render_trace, result_to_json
+from kafkamc.counterexamples.render import (
+    coverage_warnings, render_coverage, render_summary, render_trace, result_to_json,
+)
 from kafkamc.errors import UsageError
 from kafkamc.result import INCOMPLETE, OK, VIOLATION, CheckResult
 from kafkamc.terminal import printable, printable_lines
@@ -111,6 +113,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
     if ":" in args.spec:
         result = dataclasses.replace(result, extra={**result.extra, "spec_ref": args.spec})
     written, unwritten = _write(result, args)
+    for line in coverage_warnings(result):
+        print(f"kafkamc: {printable(line)}", file=sys.stderr)
     if args.json:
         doc = result_to_json(result)
         if result.extra.get("recoverability"):
@@ -120,6 +124,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
         print(json.dumps(doc))
     else:
         print(printable_lines(render_summary(result)))
+        table = render_coverage(result)
+        if table:
+            print(printable_lines(table))
         if result.extra.get("checker") == "liveness":
             from kafkamc.checker.liveness import liveness_notes
 

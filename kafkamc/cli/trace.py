@@ -17,6 +17,7 @@ from kafkamc.counterexamples.render import render_trace, state_to_json
 from kafkamc.errors import MalformedSpec, SpecRaised, UsageError
 from kafkamc.safewrite import check_output_file
 from kafkamc.terminal import printable
+from kafkamc.invariants.api import fails as property_fails
 
 __all__ = ["register", "render_document", "replay_document", "ReplayReport", "show_json"]
 
@@ -276,10 +277,14 @@ def replay_document(doc: dict[str, Any], spec_ref: str | None = None, trust: boo
 def _holds(prop: Any, p: Any, prev: Any, label: str | None, state: Any) -> bool:
     try:
         if prop.kind == "invariant":
-            return bool(prop.fn(p, state))
-        return bool(prop.fn(p, prev, label, state))
+            verdict = prop.fn(p, state)
+        else:
+            verdict = prop.fn(p, prev, label, state)
     except Exception as exc:
         raise SpecRaised(f"{prop.kind} {prop.name}", state, exc) from exc
+    # None from a forgotten return is a spec error, not a reproduced violation.
+    what = "invariant" if prop.kind == "invariant" else "action property"
+    return verdict is True or not property_fails(verdict, f"{what} {prop.name}", state)
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ from kafkamc.terminal import printable
 __all__ = [
     "SCHEMA", "json_sort_key", "state_to_json", "trace_to_json", "result_to_json", "flatten", "show_value",
     "render_trace", "render_summary", "describe_change", "entity_names", "LOOP_MARK", "lasso_end",
+    "render_coverage", "coverage_warnings",
 ]
 
 SCHEMA = 1
@@ -96,6 +97,12 @@ def result_to_json(result: CheckResult) -> dict[str, Any]:
             out["loop_start"] = result.trace.loop_start
             out["loop_action"] = result.trace.loop_action
             out["fairness"] = result.extra.get("fairness")
+    if result.coverage is not None:
+        out["coverage"] = [
+            {"action": c.action, "enabled": c.enabled, "generated": c.generated, "distinct": c.distinct}
+            for c in result.coverage
+        ]
+    out["fingerprint_collision_probability"] = result.fingerprint_collision_probability
     return out
 
 
@@ -458,7 +465,42 @@ def render_summary(result: CheckResult) -> str:
         why = {"max-depth": "--max-depth reached", "max-states": "--max-states reached",
                "interrupted": "interrupted"}.get(result.reason or "", result.reason or "bounded")
         verdict = f"incomplete ({why}): no violation of {checked} in the states explored; not exhaustive"
-    return f"{head}\n{verdict}\n{stats}"
+    collision = f"fingerprint collision probability {_probability(result.fingerprint_collision_probability)}"
+    return f"{head}\n{verdict}\n{stats}\n{collision} (optimistic, as TLC computes it)"
+
+
+def _probability(value: float) -> str:
+    return "0" if value == 0 else f"{value:.1e}"
+
+
+def render_coverage(result: CheckResult) -> str:
+    """TLC's -coverage as a table: per action, the states it was enabled on, the successors it
+    generated and the distinct states it found first ('' when the engine counts none)."""
+    if result.coverage is None:
+        return ""
+    if not result.coverage:
+        return "coverage: the spec has no actions"
+    rows = [("action", "enabled", "generated", "distinct")]
+    rows += [(c.action, f"{c.enabled:,}", f"{c.generated:,}", f"{c.distinct:,}") for c in result.coverage]
+    width = [max(len(r[i]) for r in rows) for i in range(4)]
+    return "\n".join(
+        f"  {r[0]:<{width[0]}}  {r[1]:>{width[1]}}  {r[2]:>{width[2]}}  {r[3]:>{width[3]}}".rstrip() for r in rows
+    )
+
+
+def coverage_warnings(result: CheckResult) -> list[str]:
+    """One line per action that never fired, or for a spec without actions: an ok that may be vacuous.
+
+    Not for a violation: the search stopped early, so an action that has not fired yet says nothing.
+    """
+    if result.coverage is None or result.result == "violation":
+        return []
+    where = "in any reachable state" if result.result == "ok" else "in the states explored"
+    if not result.coverage:
+        return [f"warning: spec {result.spec} has no actions (no @action functions): only its initial states "
+                "were checked"]
+    return [f"warning: action {c.action} never fired {where} (with these parameters it is never enabled)"
+            for c in result.coverage if c.enabled == 0]
 
 
 def _count(n: int, word: str) -> str:
