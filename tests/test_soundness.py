@@ -256,7 +256,8 @@ def test_coverage_of_a_real_model_is_the_same_with_one_and_two_workers():
 def test_check_prints_coverage_and_warns_about_actions_that_never_fire(capsys):
     code, out, err = run(capsys, "check", "toyspecs:Counters", "--workers", "1")
     assert code == 0
-    table = out.splitlines()[4:]
+    assert out.splitlines()[4].startswith("action coverage")
+    table = out.splitlines()[5:]
     assert table[0].split() == ["action", "enabled", "generated", "distinct"]
     assert [row.split() for row in table[1:]] == [
         ["inc_x", "20", "20", "4"], ["inc_y", "20", "20", "20"], ["dec_x", "0", "0", "0"]]

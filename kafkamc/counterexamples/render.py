@@ -483,7 +483,7 @@ def render_coverage(result: CheckResult) -> str:
     rows = [("action", "enabled", "generated", "distinct")]
     rows += [(c.action, f"{c.enabled:,}", f"{c.generated:,}", f"{c.distinct:,}") for c in result.coverage]
     width = [max(len(r[i]) for r in rows) for i in range(4)]
-    return "\n".join(
+    return "action coverage (states it was enabled on, successors generated, distinct states found first):\n" + "\n".join(
         f"  {r[0]:<{width[0]}}  {r[1]:>{width[1]}}  {r[2]:>{width[2]}}  {r[3]:>{width[3]}}".rstrip() for r in rows
     )
 
