@@ -10,7 +10,7 @@ from kafkamc.checker.local import explore
 from kafkamc.errors import UsageError
 from kafkamc.invariants import group as ginv
 from kafkamc.invariants.api import Property
-from kafkamc.spec.group import ClientState, Group, GroupState, Member, assignments
+from kafkamc.spec.group import VALID_PREVIOUS_STATES, ClientState, Group, GroupState, Member, assignments
 from kafkamc.spec.registry import load_spec_class
 
 ALL = (
@@ -368,3 +368,25 @@ def test_raw_claims_are_harmless_in_the_cooperative_model():
     r = check(protocol="cooperative", sticky_claims="raw")
     assert r.result == "ok"
     assert (r.distinct_states, r.depth) == (48441, 23)
+
+
+def test_group_state_changes_follow_group_metadata():
+    # GroupMetadata.assertValidTransition, checked on every transition of a small configuration
+    # (a test of the model against Kafka's table, not a property of the protocol).
+    spec = Group(consumers=1, static=1, max_generation=2, records=0)
+    seen = set(spec.initial())
+    frontier = list(seen)
+    moves = set()
+    while frontier:
+        nxt = []
+        for s in frontier:
+            for _, _, t in spec.successors(s):
+                if t.group != s.group:
+                    moves.add((s.group, t.group))
+                if t not in seen:
+                    seen.add(t)
+                    nxt.append(t)
+        frontier = nxt
+    allowed = {(a, b) for b, froms in VALID_PREVIOUS_STATES.items() for a in froms}
+    assert moves <= allowed
+    assert (GroupState.COMPLETING_REBALANCE, GroupState.PREPARING_REBALANCE) in moves

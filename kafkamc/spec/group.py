@@ -14,12 +14,25 @@ Modelling choices (each an abstraction of time, never of a check Kafka makes):
   response may reach the leader after followers already fetched theirs. A follower's SyncGroup is
   sent once the group is Stable, which covers every order in which parked follower SyncGroups
   are answered.
-* Timers are nondeterministic: the rebalance timeout may complete a join at any time (removing
-  dynamic members that did not rejoin), and a session may expire at the coordinator at any time
-  while the consumer does not notice (a long GC pause), at most ``max_session_expiries`` times.
-  The pending-sync timer of KAFKA-12890 (a member that never sends SyncGroup is removed) is
-  covered by the same session expiry; members still to sync are those whose consumer is in
-  COMPLETING_REBALANCE.
+* Timers are nondeterministic, each its own event: the rebalance timeout may complete a join at
+  any time (removing dynamic members that did not rejoin); a session expires only for a member
+  whose heartbeats stopped, because its consumer stalled (a long GC pause, at most
+  ``max_session_expiries`` stalls; the consumer resumes once the coordinator removed it, unaware)
+  or because no consumer holds its member id any more. The pending-sync timer of KAFKA-12890
+  (2.8.1, 3.0) is separate: after CompletingRebalance began, members whose SyncGroup never
+  arrived are removed and the group rebalances, although they may still heartbeat (KAFKA-10134
+  let heartbeats through in CompletingRebalance). A follower's SyncGroup is applied once the
+  group is Stable, so until then every follower counts as not yet synced.
+* Committed offsets (``records`` per partition, ``__consumer_offsets``): a consumer processes the
+  record at its position of a partition it owns, commits its positions with OffsetCommit
+  (generation and member id checked, see ``commit_check``), and on receiving a partition starts
+  at the committed offset (OffsetFetch on assignment); a partition it keeps keeps its position.
+  ``done`` is a history variable: the highest offset ever committed per partition.
+* KAFKA-9801 (``static_rejoin=replace-2.4``, Kafka 2.4-2.5): a static member replaced during
+  CompletingRebalance gets the current generation without a rebalance, but the leader computed
+  its assignment for the member ids of its JoinGroup response, so the new id is given nothing
+  (the member is ``late``); when it replaced the leader, the new process syncs as a follower and
+  the coordinator stores an empty assignment for everybody. 2.6 rebalances instead.
 * The MEMBER_ID_REQUIRED round trip of KIP-394 (KAFKA-7824) is folded into the first JoinGroup:
   a new member gets its id in the JoinGroup response. Member ids are small ints; a fresh id is the smallest id
   that nothing in the state mentions, which is indistinguishable from a new UUID.
@@ -81,7 +94,8 @@ class ClientState(IntEnum):
     FENCED = 5
 
 
-# GroupMetadata.validPreviousStates: target state -> the states it may be entered from.
+# GroupMetadata.validPreviousStates: target state -> the states it may be entered from. Not a
+# property (it would restate the model's own transitions); tests check the model keeps to it.
 VALID_PREVIOUS_STATES: dict[GroupState, frozenset[GroupState]] = {
     GroupState.DEAD: frozenset(GroupState),
     GroupState.COMPLETING_REBALANCE: frozenset({GroupState.PREPARING_REBALANCE}),
@@ -571,9 +585,10 @@ class Group(Spec):
 
         Every invariant compares member ids only for equality, treats dynamic consumers alike and
         partitions alike; static processes keep their places (their instance ids differ). Member
-        ids are renamed in order of first mention (clients, then parked joins, then the commit
-        record), which is a bijection because fresh ids are any unused ones. The representative
-        is the renaming with the least fingerprint.
+        ids are renamed in order of first mention (clients, then parked joins, then the other
+        members), which is a bijection because fresh ids are any unused ones; offsets, positions
+        and ``done`` move with their partitions. The representative is the renaming with the
+        least fingerprint.
         """
         best = s
         best_key = None
