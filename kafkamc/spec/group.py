@@ -303,13 +303,13 @@ def _join(p: Params, s: GroupModel, k: int, c: Client, label: str):
                     late = g == _CR
                     m = Member(new_id, inst, claimed, claim_gen, old.assignment, 0, not late, late)
                     nc = Client(_C_CR, new_id, s.generation, c.owned, c.memo, c.memo_generation, NOTHING,
-                    c.positions, c.stalled)
+                                c.positions, c.stalled)
                     ng = g
                 else:
                     # KAFKA-9801 (2.6): in CompletingRebalance the replacement forces a rebalance.
                     m = Member(new_id, inst, claimed, claim_gen, old.assignment, k, False, False)
                     nc = Client(_C_PR, 0, c.generation, c.owned, c.memo, c.memo_generation, NOTHING,
-                    c.positions, c.stalled)
+                                c.positions, c.stalled)
                     ng = _PR
                 members = tuple(sorted(_set(members, si, m), key=lambda x: x.member_id))
                 clients = _set(clients, k - 1, nc)
@@ -322,7 +322,7 @@ def _join(p: Params, s: GroupModel, k: int, c: Client, label: str):
             # id (updateMemberAndRebalance); a parked JoinGroup of the old process is orphaned.
             m = Member(old.member_id, inst, claimed, claim_gen, old.assignment, k, False, old.late)
             nc = Client(_C_PR, 0, c.generation, c.owned, c.memo, c.memo_generation, NOTHING,
-                    c.positions, c.stalled)
+                        c.positions, c.stalled)
             yield (f"{label} -> static member m{old.member_id} reused",
                    GroupModel(_prepare(g), s.generation, s.leader, _set(members, si, m),
                               _set(clients, k - 1, nc), s.stalls, s.committed, s.done))
@@ -352,7 +352,7 @@ def _join(p: Params, s: GroupModel, k: int, c: Client, label: str):
     # updateMemberAndRebalance: new metadata, or the leader rejoining, or a rebalance under way.
     m = Member(old.member_id, old.instance, claimed, claim_gen, old.assignment, k, False, old.late)
     nc = Client(_C_PR, c.member_id, c.generation, c.owned, c.memo, c.memo_generation, NOTHING,
-                    c.positions, c.stalled)
+                c.positions, c.stalled)
     yield (f"{label} -> m{old.member_id} parked",
            GroupModel(_prepare(g), s.generation, s.leader, _set(members, i, m),
                       _set(clients, k - 1, nc), s.stalls, s.committed, s.done))

@@ -32,6 +32,14 @@ its session expiring at the coordinator) are bounded by ``max_perturbations``; a
 (its consumer has rejoined under a new id) may always expire. Heartbeats are only sent while
 the group has not converged, so a converged group is quiescent.
 
+Where the TLA+ model (and so this spec) is simpler than Kafka's code, kept for parity: a free
+partition has epoch 0 (Kafka: -1); a member leaves UNREVOKED_PARTITIONS when the owned set it
+last reported equals its assigned set (Kafka: when the owned set holds none of the partitions
+pending revocation); any member epoch mismatch fences (Kafka tolerates the previous epoch with
+owned partitions it still has, for a lost response); the assignor may return any assignment that
+gives every partition to one subscriber (no balance), and the target of a member covers only
+what it subscribes to; one member per consumer process, no static members, no OffsetCommit.
+
 Representation. Partitions are (topic, partition) pairs, 1-based. A value that may be Nil in the
 TLA+ model is a tuple of zero or one element: ``()`` is Nil. Member ids are handed out from a
 counter (the last one is ``last_member_id``), connections likewise.
