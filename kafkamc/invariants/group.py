@@ -11,21 +11,15 @@ from kafkamc.invariants.api import action_property, invariant
 __all__ = [
     "no_double_assignment",
     "no_double_ownership",
-    "commit_from_current_generation",
     "static_instance_unique",
-    "generation_monotonic",
-    "valid_group_transitions",
-    "VALID_MOVES",
+    "stable_group_owns_every_partition",
+    "committed_offsets_never_move_backwards",
+    "no_reprocessing_of_committed_records",
 ]
 
 _FENCED = 5  # ClientState.FENCED
-_DEAD = 4  # GroupState.DEAD
-
-# GroupMetadata.validPreviousStates as (from, to) pairs of GroupState values: Empty 0,
-# PreparingRebalance 1, CompletingRebalance 2, Stable 3, Dead 4. Dead may be entered from any state.
-VALID_MOVES = frozenset(
-    {(3, 1), (2, 1), (0, 1), (1, 2), (2, 3), (1, 0)} | {(x, _DEAD) for x in range(5)}
-)
+_CLIENT_STABLE = 4  # ClientState.STABLE
+_STABLE = 3  # GroupState.STABLE
 
 
 def _instance(p, k: int) -> int:
@@ -70,18 +64,6 @@ def no_double_ownership(p, s) -> bool:
 
 
 @invariant(
-    "commit-from-current-generation",
-    "an accepted offset commit comes from a member of the group's current generation",
-)
-def commit_from_current_generation(p, s) -> bool:
-    """G-CommitFromCurrentGeneration, judged on the history record of the last accepted commit.
-    A previous owner committing during PreparingRebalance still carries the current generation
-    (it is bumped only at join completion), so it passes by design."""
-    c = s.commit
-    return c.member_id == 0 or (c.known_member and c.generation == c.group_generation)
-
-
-@invariant(
     "static-instance-unique",
     "at most one live consumer holds the member id registered for a group.instance.id",
 )
@@ -100,19 +82,60 @@ def static_instance_unique(p, s) -> bool:
     return True
 
 
-@action_property(
-    "generation-monotonic",
-    "the group's generation id never decreases",
+@invariant(
+    "stable-group-owns-every-partition",
+    "once the group is Stable and every member's consumer has its assignment, every partition is consumed",
 )
-def generation_monotonic(p, s, label, t) -> bool:
-    """G-GenerationMonotonic: initNextGeneration only increments it."""
-    return t.generation >= s.generation
+def stable_group_owns_every_partition(p, s) -> bool:
+    """Settled means: the group is Stable and every member has a consumer in STABLE with the
+    group's generation (so no follow-up rebalance is pending: a cooperative member that revoked
+    is not STABLE, it rejoins). Then the consumers together own every partition of the topic.
+    KAFKA-9801 breaks it: a static member replaced during CompletingRebalance gets nothing."""
+    if s.group != _STABLE:
+        return True
+    owned: set[int] = set()
+    for m in s.members:
+        found = False
+        for c in s.clients:
+            if c.member_id == m.member_id and c.state == _CLIENT_STABLE and c.generation == s.generation:
+                owned.update(c.owned)
+                found = True
+        if not found:
+            return True
+    return len(owned) == p.partitions
 
 
 @action_property(
-    "valid-group-transitions",
-    "every group state change is one GroupMetadata.validPreviousStates allows",
+    "committed-offsets-never-move-backwards",
+    "the group's committed offset of a partition never decreases",
 )
-def valid_group_transitions(p, s, label, t) -> bool:
-    """GroupMetadata.assertValidTransition."""
-    return s.group == t.group or (int(s.group), int(t.group)) in VALID_MOVES
+def committed_offsets_never_move_backwards(p, s, label, t) -> bool:
+    """A consumer commits only positions it reached, and only one current member owns a partition
+    (generation and member checks fence the rest), so a commit never rewinds another's progress."""
+    return all(b >= a for a, b in zip(s.committed, t.committed))
+
+
+@action_property(
+    "no-reprocessing-of-committed-records",
+    "no member of the group processes a record again once its processing was committed",
+)
+def no_reprocessing_of_committed_records(p, s, label, t) -> bool:
+    """At-least-once, and no more: a record is processed twice by the group only if a rebalance
+    came between its processing and the commit covering it (the duplicate window). ``done`` is
+    the highest offset ever committed per partition. Processing is a step in which a consumer's
+    position moves and nothing else about it changes; the claim covers consumers that are members
+    of the group's current generation: a zombie whose session expired while it was stalled does
+    process records again until it learns, which the classic protocol cannot prevent (KIP-447
+    fences such zombies with transactions)."""
+    ids = {m.member_id for m in s.members}
+    for a, b in zip(s.clients, t.clients):
+        if a.positions == b.positions or a.owned != b.owned or a.member_id != b.member_id:
+            continue
+        if a.generation != b.generation or a.state != b.state:
+            continue
+        if a.member_id not in ids or a.generation != s.generation or a.state == _FENCED:
+            continue
+        for q, pos in a.positions - b.positions:
+            if pos < s.done[q - 1]:
+                return False
+    return True

@@ -19,6 +19,7 @@ BUNDLED: dict[str, str] = {
     "replication": "kafkamc.spec.replication:Replication",
     "transactions": "kafkamc.spec.transactions:Transactions",
     "group": "kafkamc.spec.group:Group",
+    "group-kip848": "kafkamc.spec.group_kip848:GroupKip848",
 }
 
 
