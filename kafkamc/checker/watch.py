@@ -1,0 +1,187 @@
+"""Stopping a long run cleanly, and watching it while it runs.
+
+- ``Stopped`` is how a run is ended from outside its loops: SIGTERM and SIGHUP (turned into it by
+  ``termination_signals``) and the memory guard raise it where Ctrl-C raises KeyboardInterrupt, of
+  which it is a subclass, so every place that already ends a run as incomplete on Ctrl-C does so
+  for these too; ``stop_reason`` gives the incomplete run's reason.
+- ``Watch`` wraps an exploration: once a second (SIGALRM, so the engine's loops carry no
+  bookkeeping) it measures the memory of the engine's processes, stops the run with reason
+  ``max-memory`` above the limit, and prints a progress line within a level when no line was
+  printed for ``every`` seconds. A watch outside the main thread, or where SIGALRM does not exist,
+  does nothing: signal handlers run only in the main thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+import time
+from dataclasses import replace
+from typing import Any, Callable, Iterable, Iterator
+
+from kafkamc.checker.resources import format_size, pss, rss
+from kafkamc.result import CheckResult, LevelStats
+
+__all__ = [
+    "Stopped", "stop_reason", "termination_signals", "Watch", "PROGRESS_EVERY", "INTERRUPTED", "TERMINATED",
+    "MAX_MEMORY",
+]
+
+INTERRUPTED, TERMINATED, MAX_MEMORY = "interrupted", "terminated", "max-memory"
+# Within a long level, a progress line at least this often (seconds).
+PROGRESS_EVERY = 10.0
+# How often the watch measures memory (seconds).
+TICK = 1.0
+
+Progress = Callable[[LevelStats], None]
+
+
+class Stopped(KeyboardInterrupt):
+    """The run was ended from outside: ``reason`` is what an incomplete result reports."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.detail = detail
+
+
+def stop_reason(exc: BaseException) -> str:
+    return exc.reason if isinstance(exc, Stopped) else INTERRUPTED
+
+
+@contextlib.contextmanager
+def termination_signals() -> Iterator[None]:
+    """SIGTERM and SIGHUP end what runs inside like Ctrl-C (reason ``terminated``), not the process
+    on the spot: the run reports what it did and its workers are stopped."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = {}
+
+    def handler(signum: int, frame: Any) -> None:
+        raise Stopped(TERMINATED, signal.Signals(signum).name)
+
+    for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if sig is not None:
+            saved[sig] = signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for sig, old in saved.items():
+            signal.signal(sig, old)
+
+
+class Watch:
+    """Memory guard and progress lines for one exploration (use as a context manager).
+
+    The engine sets ``probe`` to a function returning a LevelStats for the level being built
+    (``within_level=True``) and ``workers`` to a function returning its worker pids; it passes
+    ``progress`` (the wrapped callback) on for its per-level lines.
+    """
+
+    def __init__(self, progress: Progress | None, *, max_memory: int | None = None,
+                 every: float = PROGRESS_EVERY, tick: float = TICK) -> None:
+        self._progress = progress
+        self.max_memory = max_memory
+        self.every = every
+        self.tick = min(tick, every)
+        self.probe: Callable[[], LevelStats | None] | None = None
+        self.workers: Callable[[], Iterable[int]] = lambda: ()
+        self.peak_memory = 0
+        self._armed = False
+        self._saved: Any = None
+        self._last_line = 0.0
+        self._last_generated = 0
+        self._frontier = 0
+        self._busy = False
+        self.detail = ""
+
+    def annotate(self, result: CheckResult) -> CheckResult:
+        """The result, with what the memory guard saw if it stopped the run."""
+        if result.reason == MAX_MEMORY and self.detail:
+            return replace(result, extra={**result.extra, "stop_detail": self.detail})
+        return result
+
+    @property
+    def progress(self) -> Progress | None:
+        return self._level_line if self._progress is not None else None
+
+    def pids(self) -> list[int]:
+        return [os.getpid(), *self.workers()]
+
+    def __enter__(self) -> "Watch":
+        self._last_line = time.monotonic()
+        if ((self.max_memory is None and self._progress is None) or not hasattr(signal, "setitimer")
+                or threading.current_thread() is not threading.main_thread()):
+            return self
+        self._saved = signal.signal(signal.SIGALRM, self._on_tick)
+        signal.setitimer(signal.ITIMER_REAL, self.tick, self.tick)
+        self._armed = True
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._armed:
+            self._armed = False
+            signal.setitimer(signal.ITIMER_REAL, 0, 0)
+            signal.signal(signal.SIGALRM, self._saved)
+
+    def _level_line(self, stats: LevelStats) -> None:
+        # Not re-entered from a tick while it prints: a stream written from a signal handler
+        # in the middle of a write raises.
+        busy, self._busy = self._busy, True
+        try:
+            now = time.monotonic()
+            line = replace(stats, memory=self._measure(), rate=self._rate(stats, now), growth=self._growth(stats))
+            self._last_line = now
+            assert self._progress is not None
+            self._progress(line)
+        finally:
+            self._busy = busy
+
+    def _rate(self, stats: LevelStats, now: float) -> float | None:
+        # States generated per second since the previous line: a run that slows down (swapping,
+        # a denser part of the model) shows it at once, not diluted by the whole run's average.
+        elapsed = now - self._last_line
+        rate = (stats.states_generated - self._last_generated) / elapsed if elapsed > 0 else None
+        self._last_generated = stats.states_generated
+        return rate
+
+    def _growth(self, stats: LevelStats) -> float | None:
+        if stats.within_level:
+            if stats.new is None or not stats.frontier:
+                return None
+            return stats.new / stats.frontier
+        before, self._frontier = self._frontier, stats.frontier
+        return stats.frontier / before if before else None
+
+    def _measure(self) -> int:
+        used = pss(self.pids())
+        self.peak_memory = max(self.peak_memory, used)
+        return used
+
+    def _on_tick(self, signum: int, frame: Any) -> None:
+        if not self._armed or self._busy:
+            return
+        self._busy = True
+        try:
+            if self.max_memory is not None:
+                pids = self.pids()
+                # RSS is cheap and never below PSS: pay for the exact figure only when it matters.
+                if rss(pids) > self.max_memory:
+                    used = pss(pids)
+                    self.peak_memory = max(self.peak_memory, used)
+                    if used > self.max_memory:
+                        self._armed = False
+                        self.detail = f"{format_size(used)} in use, limit {format_size(self.max_memory)}"
+                        raise Stopped(MAX_MEMORY, self.detail)
+            now = time.monotonic()
+            if self._progress is not None and self.probe is not None and now - self._last_line >= self.every:
+                stats = self.probe()
+                if stats is not None:
+                    self._level_line(stats)
+                else:
+                    self._last_line = now
+        finally:
+            self._busy = False
