@@ -90,7 +90,8 @@ class Watch:
         self.probe: Callable[[], LevelStats | None] | None = None
         self.workers: Callable[[], Iterable[int]] = lambda: ()
         self.peak_memory = 0
-        self._armed = False
+        self._armed = False  # ticks act (until the guard has fired)
+        self._installed = False  # the timer runs and the handler is ours
         self._saved: Any = None
         self._last_line = 0.0
         self._last_generated = 0
@@ -118,12 +119,14 @@ class Watch:
             return self
         self._saved = signal.signal(signal.SIGALRM, self._on_tick)
         signal.setitimer(signal.ITIMER_REAL, self.tick, self.tick)
-        self._armed = True
+        self._installed = self._armed = True
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        if self._armed:
-            self._armed = False
+        self._armed = False
+        if self._installed:
+            # Timer first: a SIGALRM after the default action is back would kill the process.
+            self._installed = False
             signal.setitimer(signal.ITIMER_REAL, 0, 0)
             signal.signal(signal.SIGALRM, self._saved)
 

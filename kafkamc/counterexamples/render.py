@@ -225,7 +225,10 @@ def render_summary(result: CheckResult) -> str:
         verdict = f"violation: {what} fails after {length - 1} steps (shortest trace, {length} states)"
     else:
         why = {"max-depth": "--max-depth reached", "max-states": "--max-states reached",
-               "interrupted": "interrupted"}.get(result.reason or "", result.reason or "bounded")
+               "interrupted": "interrupted", "terminated": "terminated by SIGTERM or SIGHUP",
+               "max-memory": "--max-memory reached"}.get(result.reason or "", result.reason or "bounded")
+        if result.extra.get("stop_detail"):
+            why += f": {result.extra['stop_detail']}"
         verdict = f"incomplete ({why}): no violation of {checked} in the states explored; not exhaustive"
     return f"{head}\n{verdict}\n{stats}"
 
