@@ -81,6 +81,17 @@ def _alive(pid: int) -> bool:
     return stat[stat.rindex(")") + 2:].split()[0] != "Z"
 
 
+def _reap(proc: subprocess.Popen, workers: list[int]) -> None:
+    """Whatever the test found: leave no process of it behind."""
+    proc.kill()
+    for w in workers:
+        if _alive(w):
+            try:
+                os.kill(w, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
 def _start_check(*extra: str) -> tuple[subprocess.Popen, list[str], list[int]]:
     """A multicore check interrupted mid-search: wait for a level the workers expand."""
     proc = subprocess.Popen([*KAFKAMC, *GROWING, "--workers", "4", "--json", "--progress", *extra],
@@ -106,8 +117,9 @@ def test_signal_ends_the_run_incomplete_and_stops_every_worker_within_a_second(s
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=60)
         took = time.monotonic() - sent
+        survivors = [w for w in workers if _alive(w)]
     finally:
-        proc.kill()
+        _reap(proc, workers)
     err = "".join(lines) + err
     assert proc.returncode == 4, err
     doc = json.loads(out)
@@ -118,7 +130,7 @@ def test_signal_ends_the_run_incomplete_and_stops_every_worker_within_a_second(s
     assert doc["states_generated"] > int(last.split(" distinct, ")[1].split(" generated")[0].replace(",", ""))
     # Before: 2 s per worker (8 s here) and SIGTERM/SIGHUP left the workers running.
     assert took < 1.5, took
-    assert not [w for w in workers if _alive(w)]
+    assert not survivors
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux /proc")
@@ -133,10 +145,7 @@ def test_workers_die_with_a_parent_killed_outright():
             time.sleep(0.05)
         assert not [w for w in workers if _alive(w)]
     finally:
-        proc.kill()
-        for w in workers:
-            if _alive(w):
-                os.kill(w, signal.SIGKILL)
+        _reap(proc, workers)
 
 
 def test_interrupted_level_counts_the_work_done_in_it():

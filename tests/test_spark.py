@@ -414,3 +414,26 @@ def test_standalone_cluster(tmp_path):
     # Neither kafkamc nor this module is on the executors' path: both came in the shipped zips.
     assert got["sources"] and all(".zip" in pkg and ".zip" in mod for pkg, mod in got["sources"])
     assert glob.glob(os.path.join(str(tmp_path), "work", "app-*")), "the worker ran no executor"
+
+
+def test_ctrl_c_cancels_the_jobs_quietly(spark, capfd):
+    """Ctrl-C during a Spark run: incomplete (reason interrupted), no Py4J tracebacks, and the
+    handlers in place before the run are back (PySpark's own handler raised inside a Py4J call)."""
+    import signal
+    import threading
+
+    from kafkamc.checker.spark import explore_spark
+
+    before = signal.getsignal(signal.SIGINT)
+
+    def progress(stats):
+        if stats.level == 3:
+            threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT)).start()
+
+    spec = build_spec("replication", ["replicas=3", "truncation=kip320"])
+    result = explore_spark(spec, partitions=2, progress=progress)
+    assert result.result == "incomplete" and result.reason == "interrupted"
+    assert 3 <= result.depth < 20
+    assert signal.getsignal(signal.SIGINT) is before
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "py4j" not in err.lower(), err[:2000]

@@ -617,8 +617,8 @@ def run_check(check: Check) -> Outcome:
         # Where a user's spec class lives, so that its trace files replay without --spec.
         result = dataclasses.replace(result, extra={**result.extra, "spec_ref": check.spec_ref})
     problems = evaluate(check, result)
-    if result.result == INCOMPLETE and result.reason == "interrupted":
-        problems.insert(0, "interrupted (Ctrl-C)")
+    if result.result == INCOMPLETE and result.reason in ("interrupted", "terminated"):
+        problems.insert(0, "interrupted (Ctrl-C)" if result.reason == "interrupted" else "terminated (SIGTERM or SIGHUP)")
     return Outcome(check, FAIL if problems else PASS, result, seconds, problems=problems)
 
 
@@ -794,7 +794,7 @@ def run_gate(config: GateConfig, checks: list[Check], *, out_dir: str | None = N
                 outcome = run_check(check)
             except KeyboardInterrupt:
                 outcome = Outcome(check, ERROR, None, 0.0, error="interrupted (Ctrl-C)")
-            if (outcome.result is not None and outcome.result.reason == "interrupted") or (
+            if (outcome.result is not None and outcome.result.reason in ("interrupted", "terminated")) or (
                 outcome.error == "interrupted (Ctrl-C)"
             ):
                 interrupted = True
