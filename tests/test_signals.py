@@ -95,7 +95,7 @@ def _reap(proc: subprocess.Popen, workers: list[int]) -> None:
 def _start_check(*extra: str) -> tuple[subprocess.Popen, list[str], list[int]]:
     """A multicore check interrupted mid-search: wait for a level the workers expand."""
     proc = subprocess.Popen([*KAFKAMC, *GROWING, "--workers", "4", "--json", "--progress", *extra],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     lines = []
     for line in proc.stderr:
         lines.append(line)
@@ -106,15 +106,22 @@ def _start_check(*extra: str) -> tuple[subprocess.Popen, list[str], list[int]]:
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux /proc")
-@pytest.mark.parametrize("sig, reason", [(signal.SIGINT, "interrupted"), (signal.SIGTERM, "terminated"),
-                                         (signal.SIGHUP, "terminated")])
-def test_signal_ends_the_run_incomplete_and_stops_every_worker_within_a_second(sig, reason):
+@pytest.mark.parametrize("sig, group, reason", [
+    (signal.SIGINT, True, "interrupted"),     # Ctrl-C in a terminal: the whole process group
+    (signal.SIGTERM, False, "terminated"),    # kill PID
+    (signal.SIGTERM, True, "terminated"),     # timeout(1), systemd: the whole group
+    (signal.SIGHUP, True, "terminated"),      # the terminal closed
+])
+def test_signal_ends_the_run_incomplete_and_stops_every_worker_within_a_second(sig, group, reason):
     proc, lines, workers = _start_check()
     try:
         assert len(workers) == 4, "".join(lines)
         time.sleep(0.2)  # inside a level, workers busy
         sent = time.monotonic()
-        proc.send_signal(sig)
+        if group:
+            os.killpg(proc.pid, sig)
+        else:
+            proc.send_signal(sig)
         out, err = proc.communicate(timeout=60)
         took = time.monotonic() - sent
         survivors = [w for w in workers if _alive(w)]

@@ -160,13 +160,13 @@ class _Segment:
 
 def _serve(conn: Any, segment: _Segment, parent_pid: int) -> None:
     """A worker process: answer the parent's requests until told to stop."""
-    # Ctrl-C and a hang-up reach the whole process group; only the parent decides what they mean
-    # (incomplete, with the statistics so far), then stops the workers. The parent's handlers
-    # (SIGTERM, the watch's SIGALRM) are its own. Signals stay blocked from before the fork until
-    # this is set up (see _fork).
-    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGALRM):
+    # Ctrl-C and a hang-up reach the whole process group, and so does SIGTERM from `timeout` or
+    # systemd; only the parent decides what they mean (incomplete, with the statistics so far),
+    # then kills the workers (SIGKILL). A worker dying first would turn that into "a worker
+    # exited unexpectedly". The watch's SIGALRM is the parent's own. Signals stay blocked from
+    # before the fork until this is set up (see _fork).
+    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGALRM):
         signal.signal(sig, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     # A parent killed outright (SIGKILL, the OOM killer) must not leave workers behind holding
     # memory and the pipes of whoever reads the parent's output.
     die_with_parent(parent_pid)

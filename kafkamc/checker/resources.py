@@ -16,8 +16,8 @@ import time
 from typing import Iterable
 
 __all__ = [
-    "parse_size", "format_size", "machine_memory", "default_memory_limit", "rss", "pss", "memory_in_use",
-    "die_with_parent", "DEFAULT_MEMORY_FRACTION",
+    "parse_size", "format_size", "machine_memory", "default_memory_limit", "rss", "pss", "die_with_parent",
+    "DEFAULT_MEMORY_FRACTION",
 ]
 
 # Without --max-memory, a run stops at this fraction of the machine's (or container's) memory.
@@ -130,10 +130,6 @@ def pss(pids: Iterable[int]) -> int:
         except (OSError, IndexError, ValueError):
             pass
     return total
-
-
-def memory_in_use(pids: Iterable[int]) -> int:
-    return pss(list(pids))
 
 
 def die_with_parent(parent_pid: int) -> None:
