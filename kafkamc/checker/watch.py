@@ -89,7 +89,6 @@ class Watch:
         self.tick = min(tick, every)
         self.probe: Callable[[], LevelStats | None] | None = None
         self.workers: Callable[[], Iterable[int]] = lambda: ()
-        self.peak_memory = 0
         self._armed = False  # ticks act (until the guard has fired)
         self._installed = False  # the timer runs and the handler is ours
         self._saved: Any = None
@@ -160,31 +159,37 @@ class Watch:
         return stats.frontier / before if before else None
 
     def _measure(self) -> int:
-        used = pss(self.pids())
-        self.peak_memory = max(self.peak_memory, used)
-        return used
+        return pss(self.pids())
 
     def _on_tick(self, signum: int, frame: Any) -> None:
         if not self._armed or self._busy:
             return
         self._busy = True
         try:
-            if self.max_memory is not None:
-                pids = self.pids()
-                # RSS is cheap and never below PSS: pay for the exact figure only when it matters.
-                if rss(pids) > self.max_memory:
-                    used = pss(pids)
-                    self.peak_memory = max(self.peak_memory, used)
-                    if used > self.max_memory:
-                        self._armed = False
-                        self.detail = f"{format_size(used)} in use, limit {format_size(self.max_memory)}"
-                        raise Stopped(MAX_MEMORY, self.detail)
-            now = time.monotonic()
-            if self._progress is not None and self.probe is not None and now - self._last_line >= self.every:
-                stats = self.probe()
-                if stats is not None:
-                    self._level_line(stats)
-                else:
-                    self._last_line = now
+            self._check()
+        except Stopped:
+            raise
+        except Exception:
+            # Raised here, it would surface inside the spec's code and be reported as the spec's
+            # error; a watch that cannot measure or print stops watching instead.
+            self._armed = False
         finally:
             self._busy = False
+
+    def _check(self) -> None:
+        if self.max_memory is not None:
+            pids = self.pids()
+            # RSS is cheap and never below PSS: pay for the exact figure only when it matters.
+            if rss(pids) > self.max_memory:
+                used = pss(pids)
+                if used > self.max_memory:
+                    self._armed = False
+                    self.detail = f"{format_size(used)} in use, limit {format_size(self.max_memory)}"
+                    raise Stopped(MAX_MEMORY, self.detail)
+        now = time.monotonic()
+        if self._progress is not None and self.probe is not None and now - self._last_line >= self.every:
+            stats = self.probe()
+            if stats is not None:
+                self._level_line(stats)
+            else:
+                self._last_line = now
