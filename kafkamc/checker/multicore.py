@@ -25,11 +25,11 @@ from array import array
 from typing import Any, Callable, Sequence
 
 from kafkamc.checker.fingerprint import Fingerprinter
-from kafkamc.checker.resources import die_with_parent
-from kafkamc.checker.watch import PROGRESS_EVERY, Watch, stop_reason
 from kafkamc.checker.local import (
     Progress, _classify, _path, explore, first_violation, gc_paused, state_key_function,
 )
+from kafkamc.checker.resources import die_with_parent
+from kafkamc.checker.watch import PROGRESS_EVERY, Watch, stop_reason
 from kafkamc.result import DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult, LevelStats
 from kafkamc.counterexamples.trace import replay
 from kafkamc.errors import SpecRaised, UsageError
@@ -165,7 +165,7 @@ def _serve(conn: Any, segment: _Segment, parent_pid: int) -> None:
     # then kills the workers (SIGKILL). A worker dying first would turn that into "a worker
     # exited unexpectedly". The watch's SIGALRM is the parent's own. Signals stay blocked from
     # before the fork until this is set up (see _fork).
-    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGALRM):
+    for sig in _FORK_BLOCKED:
         signal.signal(sig, signal.SIG_IGN)
     # A parent killed outright (SIGKILL, the OOM killer) must not leave workers behind holding
     # memory and the pipes of whoever reads the parent's output.
@@ -210,8 +210,8 @@ def _portable(state: Any) -> Any:
 
 
 # Blocked in the parent across a fork, so that a forked worker gets none of them before it has
-# set its own handlers.
-_FORK_BLOCKED = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGALRM}
+# set its own handlers (it ignores them all).
+_FORK_BLOCKED = {getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGALRM") if hasattr(signal, name)}
 
 
 class _Remote:
