@@ -2,8 +2,9 @@
 
 Memory is read from ``/proc``: a process's resident set size from ``statm`` (a few microseconds)
 and its proportional set size from ``smaps_rollup`` (exact for forked workers, which share their
-copy-on-write pages with the parent, but about 10 ms per GiB). The guard compares the cheap RSS
-sum first and pays for PSS only when RSS is over the limit: RSS >= PSS, so that never misses.
+copy-on-write pages with the parent, but about 10 ms per GiB). The guard (``watch.Watch``)
+compares the cheap RSS sum first and pays for PSS only when RSS is over the limit: RSS >= PSS,
+so that never misses.
 """
 
 from __future__ import annotations
