@@ -180,7 +180,7 @@ def _explore(
     if watch is not None:
         # Read from a signal handler between two bytecodes of the loop below, which keeps no
         # bookkeeping for it: states of the next level found so far are those past the frontier.
-        watch.probe = lambda: LevelStats(
+        watch.probe = lambda: None if reason is not None else LevelStats(
             depth + 1, len(seen), generated, len(frontier), time.perf_counter() - started, within_level=True,
             new=max(0, len(seen) - level_start - len(frontier)),
         )

@@ -411,7 +411,9 @@ def _explore_multicore(
     if watch is not None:
         watch.workers = lambda: [h.pid for h in handles if h.pid is not None]
 
-        def probe() -> LevelStats:
+        def probe() -> LevelStats | None:
+            if reason is not None:  # the run is over (stopping its workers): no more lines
+                return None
             done = [h.pending() for h in handles]
             return LevelStats(depth + 1, len(seen), generated + sum(g for _, g in done), sum(sizes),
                               time.perf_counter() - started, within_level=True, expanded=sum(e for e, _ in done))
