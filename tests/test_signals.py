@@ -322,3 +322,36 @@ def test_closed_pipe_keeps_the_verdicts_exit_code(argv, code):
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == code, err
     assert err == ""
+
+
+def test_a_stop_lost_in_a_gc_callback_is_raised_again(capsys):
+    """Python drops an exception raised by a signal handler inside a gc callback (hypothesis
+    registers them: `simulate` once ran on after SIGTERM); the stop comes again, silently."""
+    import gc
+
+    from kafkamc.checker.watch import Stopped, stop_reason, termination_signals
+
+    fired = []
+
+    def callback(phase, info):
+        if phase == "start" and not fired:
+            fired.append(True)
+            signal.raise_signal(signal.SIGTERM)
+            time.sleep(0.01)  # the handler runs here, inside the callback
+
+    got = None
+    with termination_signals():
+        gc.callbacks.append(callback)
+        try:
+            gc.collect()
+        finally:
+            gc.callbacks.remove(callback)
+        started = time.monotonic()
+        try:
+            while time.monotonic() - started < 5:
+                time.sleep(0.01)
+        except Stopped as exc:
+            got = stop_reason(exc)
+    assert fired and got == "terminated"
+    assert time.monotonic() - started < 2
+    assert "Traceback" not in capsys.readouterr().err

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import threading
 import time
 from dataclasses import replace
@@ -52,30 +53,66 @@ class Stopped(KeyboardInterrupt):
         self.detail = detail
 
 
+# A stop raised from a signal handler and not yet taken by any run (see termination_signals).
+_unhonoured: list[Stopped] = []
+# A stop that was raised where Python drops exceptions is raised again this often (seconds).
+REDELIVER_EVERY = 0.5
+
+
 def stop_reason(exc: BaseException) -> str:
+    """The incomplete run's reason for ``exc``; whoever asks has taken the stop."""
+    _unhonoured.clear()
     return exc.reason if isinstance(exc, Stopped) else INTERRUPTED
 
 
 @contextlib.contextmanager
 def termination_signals() -> Iterator[None]:
-    """SIGTERM and SIGHUP end what runs inside like Ctrl-C (reason ``terminated``), not the process
-    on the spot: the run reports what it did and its workers are stopped."""
+    """Ctrl-C (reason ``interrupted``), SIGTERM and SIGHUP (reason ``terminated``) end what runs
+    inside as incomplete, not the process on the spot: the run reports what it did and its
+    workers are stopped.
+
+    A signal handler's exception is lost when it fires inside a garbage-collector callback or a
+    ``__del__`` (hypothesis registers gc callbacks: ``simulate`` ran on after SIGTERM). So until
+    some run takes the stop (``stop_reason``), the signal is raised again every half second,
+    and Python's "Exception ignored" report of the lost one is not printed.
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     saved = {}
+    main_id = threading.main_thread().ident
+    active = [True]
+
+    def again(signum: int, stop: Stopped) -> None:
+        if active[0] and stop in _unhonoured:
+            signal.pthread_kill(main_id, signum)
 
     def handler(signum: int, frame: Any) -> None:
-        raise Stopped(TERMINATED, signal.Signals(signum).name)
+        reason = INTERRUPTED if signum == signal.SIGINT else TERMINATED
+        stop = Stopped(reason, signal.Signals(signum).name)
+        _unhonoured[:] = [stop]
+        timer = threading.Timer(REDELIVER_EVERY, again, (signum, stop))
+        timer.daemon = True
+        timer.start()
+        raise stop
 
-    for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+    def unraisable(info: Any) -> None:
+        if not isinstance(info.exc_value, Stopped):
+            old_hook(info)
+
+    old_hook = sys.unraisablehook
+    sys.unraisablehook = unraisable
+    for sig in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
         if sig is not None:
             saved[sig] = signal.signal(sig, handler)
     try:
         yield
     finally:
+        active[0] = False
+        _unhonoured.clear()
         for sig, old in saved.items():
             signal.signal(sig, old)
+        sys.unraisablehook = old_hook
 
 
 class Watch:

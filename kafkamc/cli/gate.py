@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Sequence
 
+from kafkamc.checker.watch import stop_reason
 from kafkamc.result import DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult
 from kafkamc.counterexamples.render import render_summary, render_trace, result_to_json
 from kafkamc.errors import EngineError, KafkamcError, UsageError
@@ -792,7 +793,8 @@ def run_gate(config: GateConfig, checks: list[Check], *, out_dir: str | None = N
         else:
             try:
                 outcome = run_check(check)
-            except KeyboardInterrupt:
+            except KeyboardInterrupt as exc:
+                stop_reason(exc)  # taken here: the gate stops (see termination_signals)
                 outcome = Outcome(check, ERROR, None, 0.0, error="interrupted (Ctrl-C)")
             if (outcome.result is not None and outcome.result.reason in ("interrupted", "terminated")) or (
                 outcome.error == "interrupted (Ctrl-C)"
