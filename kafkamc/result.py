@@ -28,6 +28,17 @@ class LevelStats:
     states_generated: int
     frontier: int
     seconds: float
+    # Filled in where known (kafkamc.checker.watch): bytes in use by all the engine's processes,
+    # states generated per second since the previous line, and for a line printed within a long
+    # level (then ``level`` is the level being built and ``frontier`` the level being expanded):
+    # the frontier states expanded so far, or the new states found so far. ``growth``: the new
+    # level's size over the previous level's (within a level: the new states so far over it).
+    memory: int | None = None
+    rate: float | None = None
+    within_level: bool = False
+    expanded: int | None = None
+    new: int | None = None
+    growth: float | None = None
 
 
 # The width the collision estimate assumes. A fingerprint is a 64-bit word (CPython's hash of the
@@ -77,7 +88,8 @@ class CheckResult:
     depth: int
     seconds: float
     trace: Trace | None = None
-    # Why a run is incomplete: "max-depth", "max-states", "interrupted"; None otherwise.
+    # Why a run is incomplete: "max-depth", "max-states", "interrupted" (Ctrl-C), "terminated"
+    # (SIGTERM or SIGHUP), "max-memory"; None otherwise.
     reason: str | None = None
     symmetry: bool = False
     extra: dict[str, Any] = field(default_factory=dict)

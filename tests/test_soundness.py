@@ -271,7 +271,7 @@ def test_check_prints_coverage_and_warns_about_actions_that_never_fire(capsys):
         {"action": "inc_y", "enabled": 1, "generated": 1, "distinct": 1},
         {"action": "dec_x", "enabled": 0, "generated": 0, "distinct": 0},
     ]
-    assert "action dec_x never fired in the states explored" in err
+    assert "action dec_x has not fired in the states explored" in err
     # A violation stops early: no warning then.
     code, _, err = run(capsys, "check", "toyspecs:Counters", "-p", "limit=2")
     assert code == 1 and "warning" not in err

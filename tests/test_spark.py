@@ -499,3 +499,30 @@ def test_standalone_cluster(tmp_path):
     # Neither kafkamc nor this module is on the executors' path: both came in the shipped zips.
     assert got["sources"] and all(".zip" in pkg and ".zip" in mod for pkg, mod in got["sources"])
     assert glob.glob(os.path.join(str(tmp_path), "work", "app-*")), "the worker ran no executor"
+
+
+def test_ctrl_c_cancels_the_jobs_quietly(spark, capfd, caplog):
+    """Ctrl-C during a Spark job: incomplete (reason interrupted), and no Py4J errors (PySpark's
+    own handler calls the JVM from inside the interrupted Py4J call, which breaks it)."""
+    import logging
+    import signal
+    import threading
+
+    from kafkamc.checker.spark import explore_spark
+
+    before = signal.getsignal(signal.SIGINT)
+
+    def progress(stats):
+        if stats.level == 3:  # the signal arrives while the next level's job runs
+            threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+
+    spec = build_spec("replication", ["replicas=3", "truncation=kip320"])
+    with caplog.at_level(logging.DEBUG):
+        result = explore_spark(spec, partitions=2, progress=progress)
+    assert result.result == "incomplete" and result.reason == "interrupted"
+    assert 3 <= result.depth < 20
+    assert signal.getsignal(signal.SIGINT) is before
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert not errors, [r.getMessage() for r in errors]
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "py4j" not in err.lower(), err[:2000]

@@ -33,6 +33,7 @@ from typing import Any, Callable, Sequence
 
 import networkx as nx
 
+from kafkamc.checker.watch import Stopped, stop_reason
 from kafkamc.result import INCOMPLETE, OK, VIOLATION, CheckResult, LevelStats
 from kafkamc.counterexamples.render import show_value, state_to_json
 from kafkamc.counterexamples.checked import checked_replay
@@ -220,8 +221,8 @@ def _build(
             built.depth = depth
             if progress:
                 progress(LevelStats(depth, len(order), built.generated, len(frontier), time.perf_counter() - started))
-    except KeyboardInterrupt:
-        built.reason = "interrupted"
+    except KeyboardInterrupt as exc:
+        built.reason = stop_reason(exc)
     built.seconds = time.perf_counter() - started
     return built
 
@@ -249,8 +250,8 @@ def build_graph(
     built = _build(spec, props, max_states=limit, symmetry=symmetry, stop_at_violation=False, progress=progress)
     if built.reason == "max-states":
         raise GraphTooLarge(spec.name, limit, max_states is not None)
-    if built.reason == "interrupted":
-        raise KeyboardInterrupt
+    if built.reason is not None:
+        raise Stopped(built.reason)
     g = built.graph
     g.graph["deadlocks"] = sum(1 for n, d in g.out_degree() if d == 0 and g.nodes[n]["expanded"])
     g.graph["stuttering_steps"] = nx.number_of_selfloops(g)

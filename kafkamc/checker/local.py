@@ -22,6 +22,7 @@ from array import array
 from typing import Any, Callable, Iterator, Sequence
 
 from kafkamc.checker.fingerprint import Fingerprinter, canonical
+from kafkamc.checker.watch import PROGRESS_EVERY, Watch, stop_reason
 from kafkamc.result import (
     DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult, LevelStats, coverage_of,
 )
@@ -145,11 +146,18 @@ def explore(
     symmetry: bool = False,
     deadlock: bool = False,
     progress: Progress | None = None,
+    max_memory: int | None = None,
+    progress_every: float = PROGRESS_EVERY,
 ) -> CheckResult:
-    """Exhaustively explore ``spec`` breadth-first, checking ``properties`` (default: the spec's)."""
-    with gc_paused():
-        return _explore(spec, properties, max_depth=max_depth, max_states=max_states, symmetry=symmetry,
-                        deadlock=deadlock, progress=progress)
+    """Exhaustively explore ``spec`` breadth-first, checking ``properties`` (default: the spec's).
+
+    ``max_memory`` (bytes) stops the run as incomplete (reason ``max-memory``) when the process
+    uses more; ``progress`` also gets a line within a level at least every ``progress_every``
+    seconds (see ``kafkamc.checker.watch``).
+    """
+    with gc_paused(), Watch(progress, max_memory=max_memory, every=progress_every) as watch:
+        return watch.annotate(_explore(spec, properties, max_depth=max_depth, max_states=max_states,
+                                       symmetry=symmetry, deadlock=deadlock, progress=watch.progress, watch=watch))
 
 
 def _explore(
@@ -161,6 +169,7 @@ def _explore(
     symmetry: bool,
     deadlock: bool,
     progress: Progress | None,
+    watch: Watch | None = None,
 ) -> CheckResult:
     props = tuple(spec.default_properties() if properties is None else properties)
     invs = [(pr.name, pr.fn) for pr in props if pr.kind == "invariant"]
@@ -200,6 +209,14 @@ def _explore(
             violated=violated, distinct_states=len(seen), states_generated=generated, depth=depth,
             seconds=time.perf_counter() - started, trace=trace, reason=reason, symmetry=symmetry,
             coverage=coverage_of([a[1] for a in actions], cov_en, cov_gen, cov_new),
+        )
+
+    if watch is not None:
+        # Read from a signal handler between two bytecodes of the loop below, which keeps no
+        # bookkeeping for it: states of the next level found so far are those past the frontier.
+        watch.probe = lambda: None if reason is not None else LevelStats(
+            depth + 1, len(seen), generated, len(frontier), time.perf_counter() - started, within_level=True,
+            new=max(0, len(seen) - level_start - len(frontier)),
         )
 
     for i, s in enumerate(inits):
@@ -295,8 +312,8 @@ def _explore(
                 violated, bad_path, bad_at = found
                 depth = max(depth, len(bad_path))
                 return result(VIOLATION)
-    except KeyboardInterrupt:
-        reason = "interrupted"
+    except KeyboardInterrupt as exc:
+        reason = stop_reason(exc)
         return result(INCOMPLETE)
     return result(OK)
 

@@ -28,6 +28,8 @@ from kafkamc.checker.fingerprint import Fingerprinter
 from kafkamc.checker.local import (
     Progress, _classify, _path, explore, first_violation, gc_paused, recorded, state_key_function,
 )
+from kafkamc.checker.resources import die_with_parent
+from kafkamc.checker.watch import PROGRESS_EVERY, Watch, stop_reason
 from kafkamc.result import DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult, LevelStats, coverage_of
 from kafkamc.counterexamples.checked import checked_replay
 from kafkamc.errors import KafkamcError, SpecError, SpecRaised, UsageError
@@ -49,6 +51,16 @@ def available_cores() -> int:
 
 class _Segment:
     """A worker's slice of the frontier and what it knows about the level being built."""
+
+    # Where expand() reports (states expanded, successors generated) as it goes: shared memory
+    # the parent reads for progress lines and for the counts of an interrupted level.
+    meter: Any = None
+
+    def report(self, expanded: int, generated: int) -> None:
+        meter = self.meter
+        if meter is not None:
+            meter[0] = expanded
+            meter[1] = generated
 
     def __init__(self, spec: Spec, props: Sequence[Property], key: Callable[[Any], int],
                  fpr: Fingerprinter, deadlock: bool, frontier: list[Any]) -> None:
@@ -82,6 +94,8 @@ class _Segment:
         aprop_found = None  # (parent position, successor index, name, fingerprint of the target)
         dead_found = None  # parent position
         for pos, s in enumerate(self.frontier):
+            if not pos & 255:
+                self.report(pos, generated)
             if constraint is not None and not constraint(p, s):
                 continue
             validating = fpr.validating  # once per state; check() stops at its own quota
@@ -197,11 +211,19 @@ class _Segment:
         return len(self.frontier)
 
 
-def _serve(conn: Any, segment: _Segment) -> None:
+def _serve(conn: Any, segment: _Segment, parent_pid: int) -> None:
     """A worker process: answer the parent's requests until told to stop."""
-    # Ctrl-C reaches the whole process group; only the parent decides what it means (incomplete,
-    # with the statistics so far), then stops the workers.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Ctrl-C and a hang-up reach the whole process group, and so does SIGTERM from `timeout` or
+    # systemd; only the parent decides what they mean (incomplete, with the statistics so far),
+    # then kills the workers (SIGKILL). A worker dying first would turn that into "a worker
+    # exited unexpectedly". The watch's SIGALRM is the parent's own. Signals stay blocked from
+    # before the fork until this is set up (see _fork).
+    for sig in _FORK_BLOCKED:
+        signal.signal(sig, signal.SIG_IGN)
+    # A parent killed outright (SIGKILL, the OOM killer) must not leave workers behind holding
+    # memory and the pipes of whoever reads the parent's output.
+    die_with_parent(parent_pid)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _FORK_BLOCKED)
     gc.disable()  # see local.gc_paused; a worker lives only for one exploration
     try:
         while True:
@@ -209,7 +231,9 @@ def _serve(conn: Any, segment: _Segment) -> None:
             op = msg[0]
             try:
                 if op == "expand":
-                    conn.send(("ok", segment.expand()))
+                    out = segment.expand()
+                    segment.report(len(segment.frontier), out[3])
+                    conn.send(("ok", out))
                 elif op == "keep":
                     conn.send(("ok", segment.keep(msg[1])))
                 elif op == "take":
@@ -242,25 +266,46 @@ def _portable(state: Any) -> Any:
         return repr(state)
 
 
+# Blocked in the parent across a fork, so that a forked worker gets none of them before it has
+# set its own handlers (it ignores them all).
+_FORK_BLOCKED = {getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGALRM") if hasattr(signal, name)}
+
+
 class _Remote:
     """The parent's handle on one worker process."""
 
     def __init__(self, ctx: Any, segment: _Segment) -> None:
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_serve, args=(child, segment), daemon=True)
+        segment.meter = ctx.RawArray("q", 2)
+        self.meter = segment.meter
+        self.expanding = False
+        self.waiting = False
+        self.proc = ctx.Process(target=_serve, args=(child, segment, os.getpid()), daemon=True)
         self.proc.start()
         child.close()
 
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid
+
+    def pending(self) -> tuple[int, int]:
+        """(states expanded, successors generated) of a level expanded but not yet kept."""
+        return (self.meter[0], self.meter[1]) if self.expanding else (0, 0)
+
     def call(self, *msg: Any) -> Any:
-        self.conn.send(msg)
+        self.send(*msg)
         return self.result()
 
     def send(self, *msg: Any) -> None:
+        if msg[0] in ("expand", "keep"):
+            self.expanding = msg[0] == "expand"
+        self.waiting = True
         self.conn.send(msg)
 
     def result(self) -> Any:
         try:
             reply = self.conn.recv()
+            self.waiting = False
         except EOFError:
             raise SpecRaised("a worker process", None, RuntimeError("worker exited unexpectedly")) from None
         if reply[0] == "ok":
@@ -273,25 +318,43 @@ class _Remote:
         raise SpecRaised(where, state, type(ename, (Exception,), {})(text))
 
     def stop(self) -> None:
+        """Ask an idle worker to exit; kill one still working (the run was cut short)."""
+        if self.waiting:
+            self.proc.kill()
+            return
         try:
             self.conn.send(("stop",))
         except (OSError, BrokenPipeError):
-            pass
-        self.proc.join(timeout=2)
+            self.proc.kill()
+
+    def join(self, deadline: float) -> None:
+        self.proc.join(timeout=max(0.0, deadline - time.monotonic()))
         if self.proc.is_alive():
-            self.proc.terminate()
+            self.proc.kill()
+            self.proc.join(timeout=1)
 
 
 class _Local:
     """The same interface as _Remote for the segment the parent expands itself."""
 
+    pid = None
+
     def __init__(self, segment: _Segment) -> None:
         self.segment = segment
         self._pending: Any = None
+        segment.meter = self.meter = array("q", [0, 0])
+        self.expanding = False
+
+    def pending(self) -> tuple[int, int]:
+        return (self.meter[0], self.meter[1]) if self.expanding else (0, 0)
 
     def send(self, *msg: Any) -> None:
         op = msg[0]
+        if op in ("expand", "keep"):
+            self.expanding = op == "expand"
         self._pending = getattr(self.segment, op)(*msg[1:])
+        if op == "expand":
+            self.segment.report(len(self.segment.frontier), self._pending[3])
 
     def result(self) -> Any:
         out, self._pending = self._pending, None
@@ -303,6 +366,18 @@ class _Local:
 
     def stop(self) -> None:
         pass
+
+    def join(self, deadline: float) -> None:
+        pass
+
+
+def _stop_all(handles: list[Any]) -> None:
+    """Stop every worker within a second in all (a worker mid-level is killed at once)."""
+    for h in handles:
+        h.stop()
+    deadline = time.monotonic() + 1.0
+    for h in handles:
+        h.join(deadline)
 
 
 def explore_multicore(
@@ -316,15 +391,21 @@ def explore_multicore(
     deadlock: bool = False,
     progress: Progress | None = None,
     fork_threshold: int = FORK_THRESHOLD,
+    max_memory: int | None = None,
+    progress_every: float = PROGRESS_EVERY,
 ) -> CheckResult:
-    """Like ``local.explore`` (same results), on ``workers`` processes once levels are large."""
+    """Like ``local.explore`` (same results), on ``workers`` processes once levels are large.
+
+    ``max_memory`` bounds the memory of the parent and its workers together.
+    """
     if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         return explore(spec, properties, max_depth=max_depth, max_states=max_states, symmetry=symmetry,
-                       deadlock=deadlock, progress=progress)
-    with gc_paused():
-        return _explore_multicore(spec, properties, workers=workers, max_depth=max_depth, max_states=max_states,
-                                  symmetry=symmetry, deadlock=deadlock, progress=progress,
-                                  fork_threshold=fork_threshold)
+                       deadlock=deadlock, progress=progress, max_memory=max_memory, progress_every=progress_every)
+    with gc_paused(), Watch(progress, max_memory=max_memory, every=progress_every) as watch:
+        return watch.annotate(_explore_multicore(
+            spec, properties, workers=workers, max_depth=max_depth, max_states=max_states, symmetry=symmetry,
+            deadlock=deadlock, progress=watch.progress, fork_threshold=fork_threshold, watch=watch,
+        ))
 
 
 def _explore_multicore(
@@ -338,6 +419,7 @@ def _explore_multicore(
     deadlock: bool,
     progress: Progress | None,
     fork_threshold: int,
+    watch: Watch | None = None,
 ) -> CheckResult:
     props = tuple(spec.default_properties() if properties is None else properties)
     p = spec.p
@@ -393,6 +475,17 @@ def _explore_multicore(
     handles: list[Any] = [_Local(_Segment(spec, props, key, fpr, deadlock, frontier))]
     sizes = [len(frontier)]
     level_start = 0
+    if watch is not None:
+        watch.workers = lambda: [h.pid for h in handles if h.pid is not None]
+
+        def probe() -> LevelStats | None:
+            if reason is not None:  # the run is over (stopping its workers): no more lines
+                return None
+            done = [h.pending() for h in handles]
+            return LevelStats(depth + 1, len(seen), generated + sum(g for _, g in done), sum(sizes),
+                              time.perf_counter() - started, within_level=True, expanded=sum(e for e, _ in done))
+
+        watch.probe = probe
     if progress:
         progress(LevelStats(1, len(seen), generated, len(frontier), time.perf_counter() - started))
     if reason is not None:
@@ -489,12 +582,14 @@ def _explore_multicore(
                 return result(VIOLATION)
             if len(handles) > 1:
                 sizes = _rebalance(handles, sizes)
-    except KeyboardInterrupt:
-        reason = "interrupted"
+    except KeyboardInterrupt as exc:
+        reason = stop_reason(exc)
+        # The work done in the level cut short: successors generated so far (as the workers last
+        # reported them, at most 256 states ago); their new states were not merged yet.
+        generated += sum(g for _, g in (h.pending() for h in handles))
         return result(INCOMPLETE)
     finally:
-        for h in handles:
-            h.stop()
+        _stop_all(handles)
     return result(OK)
 
 
@@ -511,12 +606,19 @@ def _fork(ctx: Any, segment: _Segment, workers: int) -> tuple[list[Any], list[in
     bounds = [size * w // workers for w in range(workers + 1)]
     handles: list[Any] = []
     sizes = []
-    for w in range(workers):
-        part = frontier[bounds[w]:bounds[w + 1]]
-        child = _Segment(segment.spec, (), segment.key, segment.fpr, segment.deadlock, part)
-        child.invs, child.aprops = segment.invs, segment.aprops
-        handles.append(_Remote(ctx, child))
-        sizes.append(len(part))
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _FORK_BLOCKED)
+    try:
+        for w in range(workers):
+            part = frontier[bounds[w]:bounds[w + 1]]
+            child = _Segment(segment.spec, (), segment.key, segment.fpr, segment.deadlock, part)
+            child.invs, child.aprops = segment.invs, segment.aprops
+            handles.append(_Remote(ctx, child))
+            sizes.append(len(part))
+    except BaseException:
+        _stop_all(handles)
+        raise
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     segment.frontier = []
     return handles, sizes
 

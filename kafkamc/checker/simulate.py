@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from kafkamc.checker.local import first_violation, state_key_function
-from kafkamc.result import DEADLOCK, VIOLATION, CheckResult
+from kafkamc.checker.watch import INTERRUPTED, TERMINATED, stop_reason
+from kafkamc.result import DEADLOCK, INCOMPLETE, VIOLATION, CheckResult
 from kafkamc.counterexamples.checked import checked_replay
 from kafkamc.counterexamples.trace import replay
 from kafkamc.errors import EngineError, SpecRaised, UsageError
@@ -263,8 +264,8 @@ def simulate(
                                props)
     except _TimeUp:
         reason = "time"
-    except KeyboardInterrupt:
-        reason = "interrupted"
+    except KeyboardInterrupt as exc:
+        reason = stop_reason(exc)
         if "best" in first_failure:
             violated, path = first_failure["best"]
             shrunk_steps = len(path) - 1
@@ -300,7 +301,8 @@ def simulate(
         extra["shrunk_steps"] = shrunk_steps
     return CheckResult(
         spec=spec.name, params=p.as_dict(), engine="simulate",
-        result=VIOLATION if violated else NO_VIOLATION_FOUND,
+        # Cut short by Ctrl-C, SIGTERM or SIGHUP: incomplete, as for check, not "no violation found".
+        result=VIOLATION if violated else INCOMPLETE if reason in (INTERRUPTED, TERMINATED) else NO_VIOLATION_FOUND,
         invariants=tuple(pr.name for pr in props) + ((DEADLOCK,) if deadlock else ()), violated=violated,
         distinct_states=len(stats.seen), states_generated=stats.states_generated,
         depth=stats.longest + 1, seconds=seconds, trace=trace,

@@ -64,6 +64,8 @@ import numpy as np
 
 from kafkamc.checker.fingerprint import Fingerprinter, _validate_stable
 from kafkamc.checker.local import _classify, first_violation, state_key_function
+from kafkamc.checker.spark_stop import JobStop
+from kafkamc.checker.watch import stop_reason
 from kafkamc.result import (
     DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult, LevelStats, coverage_of,
 )
@@ -911,7 +913,9 @@ def explore_spark(
         codec = _Codec(object)
 
     t0 = time.perf_counter()
+    stop = JobStop()
     sc, owned = _context(master)
+    stop.arm(sc)
     extra["startup_seconds"] = time.perf_counter() - t0
     blocks_made: list[Any] = []
     try:
@@ -920,8 +924,10 @@ def explore_spark(
             partitions=partitions, max_depth=max_depth, max_states=max_states, symmetry=symmetry,
             deadlock=deadlock, progress=progress, started=started,
             state_type=state_type, fpr=fpr, plain_ok=plain_ok,
+            stop=stop,
         )
     finally:
+        stop.disarm()
         for rdd in blocks_made:
             try:
                 rdd.unpersist()
@@ -938,7 +944,7 @@ def _run(sc: Any, spec: Spec, props: Sequence[Property], invs: list, aprops: lis
          codec: _Codec, state: dict, result: Callable[..., CheckResult], extra: dict, blocks_made: list, *,
          partitions: int | None, max_depth: int | None, max_states: int | None, symmetry: bool,
          deadlock: bool, progress: Progress | None, started: float, plain_ok: bool, state_type: type,
-         fpr: Fingerprinter) -> CheckResult:
+         fpr: Fingerprinter, stop: JobStop | None = None) -> CheckResult:
     from pyspark import RDD, StorageLevel
     from pyspark.serializers import BatchedSerializer, CPickleSerializer
 
@@ -966,11 +972,15 @@ def _run(sc: Any, spec: Spec, props: Sequence[Property], invs: list, aprops: lis
         spark_job(rdd._jrdd.count)
 
     def spark_job(run: Callable[[], Any]) -> Any:
+        if stop is not None:
+            stop.check()
         try:
             return run()
         except KeyboardInterrupt:
             raise
         except Exception as exc:
+            if stop is not None:
+                stop.check()  # a job cancelled on Ctrl-C/SIGTERM fails: that is the stop, not an error
             raise EngineError(
                 f"the Spark job failed: {_summary(exc)} (KAFKAMC_SPARK_VERBOSE=1 shows Spark's log)"
             ) from None
@@ -982,8 +992,8 @@ def _run(sc: Any, spec: Spec, props: Sequence[Property], invs: list, aprops: lis
     t0 = time.perf_counter()
     try:
         materialise(blocks)
-    except KeyboardInterrupt:
-        return result(INCOMPLETE, reason="interrupted")
+    except KeyboardInterrupt as exc:
+        return result(INCOMPLETE, reason=stop_reason(exc))
     extra["first_job_seconds"] = time.perf_counter() - t0
     frontier = len(init_entries)
     level = 0
@@ -1090,9 +1100,9 @@ def _run(sc: Any, spec: Spec, props: Sequence[Property], invs: list, aprops: lis
                 state["depth"] = max(state["depth"], len(path))
                 _finish(extra, sources, executor_rss)
                 return result(VIOLATION, name, path, last_fp=last_fp)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         _finish(extra, sources, executor_rss)
-        return result(INCOMPLETE, reason="interrupted")
+        return result(INCOMPLETE, reason=stop_reason(exc))
     _finish(extra, sources, executor_rss)
     return result(OK)
 

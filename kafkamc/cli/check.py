@@ -8,7 +8,8 @@ import json
 import sys
 from typing import Any
 
-from kafkamc.cli.args import add_check_arguments, print_progress
+from kafkamc.checker.resources import default_memory_limit
+from kafkamc.cli.args import NO_LIMIT, add_check_arguments, print_progress
 from kafkamc.cli.output import check_counterexample_paths, write_counterexample
 from kafkamc.counterexamples.render import (
     coverage_warnings, render_coverage, render_summary, render_trace, result_to_json,
@@ -74,7 +75,7 @@ def run_check(args: argparse.Namespace, spec_ref: str) -> CheckResult:
         if args.engine != "local":
             raise UsageError("-r/--recoverability is checked on the state graph by the local engine only")
         for flag, given in (("--max-depth", args.max_depth), ("--deadlock", args.deadlock or None),
-                            ("--workers", args.workers)):
+                            ("--workers", args.workers), ("--max-memory", getattr(args, "max_memory", None))):
             if given is not None:
                 raise UsageError(f"{flag} does not apply with -r (the whole state graph is built); allowed with -r: "
                                  "-p, -i, --max-states, --symmetry, --json, --out, --html, --progress")
@@ -92,6 +93,9 @@ def run_check(args: argparse.Namespace, spec_ref: str) -> CheckResult:
         explore_spark = spark_engine()
         if args.workers is not None:
             raise UsageError("--workers applies only to --engine local; Spark uses --partitions")
+        if getattr(args, "max_memory", None) is not None:
+            raise UsageError("--max-memory applies only to --engine local; Spark's memory is bounded by its own "
+                             "settings (spark.driver.memory, spark.executor.memory)")
         return explore_spark(
             spec, props, master=args.master, partitions=args.partitions, max_depth=args.max_depth,
             max_states=args.max_states, symmetry=args.symmetry, deadlock=args.deadlock, progress=progress,
@@ -103,8 +107,16 @@ def run_check(args: argparse.Namespace, spec_ref: str) -> CheckResult:
     workers = args.workers if args.workers is not None else available_cores()
     return explore_multicore(
         spec, props, workers=workers, max_depth=args.max_depth, max_states=args.max_states,
-        symmetry=args.symmetry, deadlock=args.deadlock, progress=progress,
+        symmetry=args.symmetry, deadlock=args.deadlock, progress=progress, max_memory=memory_limit(args),
     )
+
+
+def memory_limit(args: argparse.Namespace) -> int | None:
+    """Bytes the local engine may use: --max-memory, else 80% of the machine; None: no limit."""
+    given = getattr(args, "max_memory", None)
+    if given is None:
+        return default_memory_limit()
+    return None if given == NO_LIMIT else given
 
 
 def _cmd_check(args: argparse.Namespace) -> int:

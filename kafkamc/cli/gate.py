@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Sequence
 
+from kafkamc.checker.watch import stop_reason
 from kafkamc.result import DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult
 from kafkamc.counterexamples.render import render_summary, render_trace, result_to_json
 from kafkamc.errors import EngineError, KafkamcError, SpecLoadError, UsageError
@@ -714,8 +715,8 @@ def run_check(check: Check) -> Outcome:
         # Where a user's spec class lives, so that `trace replay --trust` finds it.
         result = dataclasses.replace(result, extra={**result.extra, "spec_ref": check.spec_ref})
     problems = evaluate(check, result)
-    if result.result == INCOMPLETE and result.reason == "interrupted":
-        problems.insert(0, "interrupted (Ctrl-C)")
+    if result.result == INCOMPLETE and result.reason in ("interrupted", "terminated"):
+        problems.insert(0, "interrupted (Ctrl-C)" if result.reason == "interrupted" else "terminated (SIGTERM or SIGHUP)")
     return Outcome(check, FAIL if problems else PASS, result, seconds, problems=problems)
 
 
@@ -896,9 +897,10 @@ def run_gate(config: GateConfig, checks: list[Check], *, out_dir: str | None = N
         else:
             try:
                 outcome = run_check(check)
-            except KeyboardInterrupt:
+            except KeyboardInterrupt as exc:
+                stop_reason(exc)  # taken here: the gate stops (see termination_signals)
                 outcome = Outcome(check, ERROR, None, 0.0, error="interrupted (Ctrl-C)")
-            if (outcome.result is not None and outcome.result.reason == "interrupted") or (
+            if (outcome.result is not None and outcome.result.reason in ("interrupted", "terminated")) or (
                 outcome.error == "interrupted (Ctrl-C)"
             ):
                 interrupted = True

@@ -1,7 +1,7 @@
 """``kafkamc graph``: the reachable state graph of a small model, as GraphML, DOT or JSON.
 
 Exit codes: 0 written, 2 bad invocation, 3 the spec raised, 4 the graph is over its size limit
-(nothing is written).
+or the run was interrupted (Ctrl-C, SIGTERM, SIGHUP; nothing is written).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import json
 import sys
 from typing import Any
 
+from kafkamc.checker.watch import stop_reason
 from kafkamc.cli.args import int_at_least, print_progress
 from kafkamc.errors import UsageError
 from kafkamc.safewrite import check_output_file
@@ -57,6 +58,9 @@ def _cmd_graph(args: argparse.Namespace) -> int:
                         progress=print_progress if show_progress else None)
     except GraphTooLarge as exc:
         print(f"kafkamc graph: {exc}", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    except KeyboardInterrupt as exc:
+        print(f"kafkamc graph: {stop_reason(exc)} while building the graph; nothing written", file=sys.stderr)
         return EXIT_INCOMPLETE
     recoverability = mark_recoverability(spec, g, recs)
     write_graph(g, args.out)

@@ -1,7 +1,12 @@
 """The command line: ``main(argv) -> int`` is the whole CLI, testable without a subprocess.
 
 Exit codes (a stable contract): 0 ok; 1 an invariant was violated; 2 bad invocation or input;
-3 the spec raised during exploration (or the engine failed); 4 incomplete (a bound or Ctrl-C).
+3 the spec raised during exploration (or the engine failed); 4 incomplete (a bound, the memory
+guard, Ctrl-C, SIGTERM or SIGHUP).
+
+A reader that goes away (``kafkamc check ... | head -1``) does not change the exit code: the run
+completes, its files are written, the rest of its output is discarded and the exit code is the
+verdict's, so ``set -o pipefail`` scripts see what was found, not that nobody read it all.
 """
 
 from __future__ import annotations
@@ -11,9 +16,10 @@ import importlib
 import importlib.util
 import os
 import sys
-from typing import Sequence
+from typing import Any, Sequence
 
 from kafkamc import __version__
+from kafkamc.checker.watch import stop_reason, termination_signals
 from kafkamc.errors import KafkamcError, UsageError
 from kafkamc.terminal import printable
 
@@ -54,8 +60,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = build_parser().parse_args(args_list)
-        return int(args.run(args))
+        with termination_signals():
+            args = build_parser().parse_args(args_list)
+            return int(args.run(args))
+    except KeyboardInterrupt as exc:
+        # Where no engine caught it (start-up, graph, writing output): one line, incomplete.
+        print(f"kafkamc: {stop_reason(exc)}: stopped before a result", file=sys.stderr)
+        return EXIT_INCOMPLETE
     except KafkamcError as exc:
         prefix = "error" if exc.exit_code == EXIT_USAGE else "the spec or engine failed"
         print(f"kafkamc: {prefix}: {printable(str(exc))}", file=sys.stderr)
@@ -64,12 +75,40 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 0
 
 
+class _ReaderGone:
+    """A text stream that, once its reader has gone away, discards what is written to it."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._discard()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._discard()
+
+    def _discard(self) -> None:
+        # What is still buffered goes to /dev/null too, so no later flush (nor the one at exit)
+        # raises again.
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, self._stream.fileno())
+        os.close(null)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def main_entry() -> None:
-    try:
-        code = main()
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # The reader went away (e.g. `| head`); not an error worth a traceback.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        code = 1
+    sys.stdout = _ReaderGone(sys.stdout)
+    sys.stderr = _ReaderGone(sys.stderr)
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
     sys.exit(code)

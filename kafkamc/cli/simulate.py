@@ -1,7 +1,7 @@
 """``kafkamc simulate``: random walks through a spec, a violation shrunk to a short trace.
 
 Exit codes as for ``check``: 0 no violation found (which is not a proof), 1 a violation,
-2 bad invocation, 3 the spec raised.
+2 bad invocation, 3 the spec raised, 4 interrupted (Ctrl-C, SIGTERM, SIGHUP) before a violation.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import dataclasses
 import json
 from typing import Any
 
-from kafkamc.result import VIOLATION, CheckResult
+from kafkamc.result import INCOMPLETE, VIOLATION, CheckResult
 from kafkamc.cli.args import int_at_least, seconds
 from kafkamc.cli.output import check_counterexample_paths, write_counterexample
 from kafkamc.counterexamples.render import render_trace, result_to_json
@@ -21,7 +21,7 @@ from kafkamc.terminal import printable, printable_lines
 
 __all__ = ["register", "render_simulation", "simulation_to_json"]
 
-EXIT_OK, EXIT_VIOLATION = 0, 1
+EXIT_OK, EXIT_VIOLATION, EXIT_INCOMPLETE = 0, 1, 4
 
 
 _positive = int_at_least(1)
@@ -95,9 +95,11 @@ def render_simulation(result: CheckResult) -> str:
             f"'kafkamc check' finds the shortest"
         )
     else:
-        why = {"time": "; --time reached", "interrupted": "; interrupted"}.get(ex.get("stopped_by") or "", "")
+        why = {"time": "; --time reached", "interrupted": "; interrupted",
+               "terminated": "; terminated (SIGTERM or SIGHUP)"}.get(ex.get("stopped_by") or "", "")
+        head = "incomplete (simulated)" if result.result == INCOMPLETE else "ok (simulated)"
         lines.append(
-            f"ok (simulated): no violation of {checked} in {ex['runs']:,} walks of up to {ex['max_steps']} "
+            f"{head}: no violation of {checked} in {ex['runs']:,} walks of up to {ex['max_steps']} "
             f"steps{why}; not exhaustive"
         )
     lines.append(
@@ -150,4 +152,6 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
             print(printable(f"counterexample written to {path}"))
     if unwritten is not None:
         raise unwritten
-    return EXIT_VIOLATION if result.result == VIOLATION else EXIT_OK
+    if result.result == VIOLATION:
+        return EXIT_VIOLATION
+    return EXIT_INCOMPLETE if result.result == INCOMPLETE else EXIT_OK

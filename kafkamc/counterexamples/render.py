@@ -463,7 +463,10 @@ def render_summary(result: CheckResult) -> str:
         verdict = f"violation: {what} fails after {length - 1} steps (shortest trace, {length} states)"
     else:
         why = {"max-depth": "--max-depth reached", "max-states": "--max-states reached",
-               "interrupted": "interrupted"}.get(result.reason or "", result.reason or "bounded")
+               "interrupted": "interrupted", "terminated": "terminated by SIGTERM or SIGHUP",
+               "max-memory": "--max-memory reached"}.get(result.reason or "", result.reason or "bounded")
+        if result.extra.get("stop_detail"):
+            why += f": {result.extra['stop_detail']}"
         verdict = f"incomplete ({why}): no violation of {checked} in the states explored; not exhaustive"
     collision = f"fingerprint collision probability {_probability(result.fingerprint_collision_probability)}"
     return f"{head}\n{verdict}\n{stats}\n{collision} (optimistic, as TLC computes it)"
@@ -495,12 +498,14 @@ def coverage_warnings(result: CheckResult) -> list[str]:
     """
     if result.coverage is None or result.result == "violation":
         return []
-    where = "in any reachable state" if result.result == "ok" else "in the states explored"
     if not result.coverage:
         return [f"warning: spec {result.spec} has no actions (no @action functions): only its initial states "
                 "were checked"]
-    return [f"warning: action {c.action} never fired {where} (with these parameters it is never enabled)"
-            for c in result.coverage if c.enabled == 0]
+    if result.result == "ok":
+        why = "never fired in any reachable state (with these parameters it is never enabled)"
+    else:
+        why = "has not fired in the states explored (the run is incomplete: it may fire further on)"
+    return [f"warning: action {c.action} {why}" for c in result.coverage if c.enabled == 0]
 
 
 def _count(n: int, word: str) -> str:
