@@ -68,14 +68,28 @@ from kafkamc.invariants.replication import (
 from kafkamc.spec.api import Param, Params, Spec, action
 
 __all__ = [
+    "ISR_JOIN_RULES",
+    "MODELS",
     "Replication",
+    "TLA_DEFAULTS",
     "ReplicationState",
     "TRUNCATION_RULES",
+    "epoch_cache_truncation_offset",
     "kip101_truncation_offset",
     "kip279_truncation_offset",
 ]
 
 TRUNCATION_RULES = ("hw", "kip101", "kip279", "kip320-first-try", "kip320")
+MODELS = ("kafka", "tla")
+ISR_JOIN_RULES = ("leso", "hw-epoch", "hw")
+# What model=tla sets the Kafka-rule flags to when they are not given: the TLA+ model's choices.
+TLA_DEFAULTS = {
+    "keep_last_isr": False,
+    "leaderless_ok": False,
+    "restart_epoch": False,
+    "epoch_cache": False,
+    "isr_join": "hw-epoch",
+}
 _HW, _KIP101, _KIP279, _FIRST_TRY, _KIP320 = range(5)
 _VARIANT = {name: code for code, name in enumerate(TRUNCATION_RULES)}
 
@@ -238,6 +252,84 @@ def kip101_truncation_offset(leader_log: Log, follower_log: Log, follower_hw: in
     return follower_hw
 
 
+def _epoch_cache(log: Log) -> list[tuple[int, int]]:
+    """LeaderEpochFileCache of a log: (epoch, start offset) per epoch, in order.
+
+    A broker assigns an entry when it appends the first record of a larger epoch and drops the
+    entries at or above a truncation point, so the cache is a function of the log (before
+    KAFKA-7415, which also has a new leader assign its epoch at its end offset).
+    """
+    cache: list[tuple[int, int]] = []
+    for o, rec in enumerate(log):
+        if not cache or rec[1] > cache[-1][0]:
+            cache.append((rec[1], o))
+    return cache
+
+
+def _end_offset_for(cache: list[tuple[int, int]], end: int, epoch: int) -> tuple[int, int] | None:
+    """LeaderEpochFileCache.endOffsetFor since KIP-279: (largest epoch <= epoch, its end offset), or None (undefined)."""
+    if not cache:
+        return None
+    if epoch == cache[-1][0]:
+        return epoch, end
+    later = [c for c in cache if c[0] > epoch]
+    if not later:
+        return None
+    earlier = [c for c in cache if c[0] <= epoch]
+    return (earlier[-1][0] if earlier else epoch), later[0][1]
+
+
+def epoch_cache_truncation_offset(
+    rule: str, leader_log: Log, follower_log: Log, follower_hw: int, leader_epoch: int | None = None
+) -> int:
+    """Where a follower truncates after OffsetsForLeaderEpoch against the leader's epoch cache, as Kafka does.
+
+    kip101 (0.11, KAFKA-1211): the follower asks for the epoch of its last record; the leader
+    answers its end offset if that is its latest epoch, else the start offset of its first
+    larger epoch, and undefined when it has none or the epoch precedes its first; the follower
+    truncates to min(answer, its end offset), or to its high watermark when undefined.
+
+    kip279 (2.0, KAFKA-6361): the leader answers (the largest epoch <= the requested one, the
+    start of the next); a follower that lacks that epoch truncates to the end of its largest
+    smaller epoch and asks again (AbstractFetcherThread.getOffsetTruncationState); else it
+    truncates to min(its end offset for the epoch, the leader's, its end offset). The rounds run
+    in one step. ``leader_epoch`` (KAFKA-7415, 2.1): the leader's cache also holds its current
+    epoch from its start offset, which it assigned on becoming leader.
+    """
+    cache = _epoch_cache(follower_log)
+    if not cache:
+        return 0
+    lcache = _epoch_cache(leader_log)
+    lend = len(leader_log)
+    if leader_epoch is not None and (not lcache or leader_epoch > lcache[-1][0]):
+        lcache.append((leader_epoch, lend))
+    if rule == "kip101":
+        epoch = cache[-1][0]
+        if lcache and epoch == lcache[-1][0]:
+            answer = lend
+        elif not lcache or epoch < lcache[0][0] or epoch > lcache[-1][0]:
+            return min(follower_hw, len(follower_log))
+        else:
+            answer = next(start for e, start in lcache if e > epoch)
+        return min(answer, len(follower_log))
+    end = len(follower_log)
+    while True:
+        reply = _end_offset_for(lcache, lend, cache[-1][0])
+        if reply is None:
+            return min(follower_hw, end)
+        epoch, leader_end = reply
+        own = _end_offset_for(cache, end, epoch)
+        if own is None:
+            return min(leader_end, end)
+        own_epoch, own_end = own
+        if own_epoch == epoch:
+            return min(own_end, leader_end, end)
+        end = min(own_end, end)
+        cache = [c for c in cache if c[1] < end]
+        if not cache:
+            return end
+
+
 def _ack_id(ack: Ack) -> int:
     return ack[1]
 
@@ -289,12 +381,74 @@ class Replication(Spec):
         Param("min_isr", 1, "min.insync.replicas, enforced with acks=all", min=1, max=_MAX_REPLICAS),
         Param("lossy_crash", False, "a crash loses an unflushed suffix of the broker's log"),
         Param("max_crashes", 0, "at most this many broker crashes in a behaviour (0: no bound)", min=0, max=8),
+        Param(
+            "model",
+            "kafka",
+            "kafka: the flags below default to Kafka's rules; tla: they default to the TLA+ model's (exact TLC parity)",
+            choices=MODELS,
+        ),
+        Param(
+            "keep_last_isr",
+            True,
+            "the controller never empties the ISR, the last member stays "
+            "(ZkReplicaStateMachine.doRemoveReplicasFromIsr); model=tla: false",
+        ),
+        Param(
+            "leaderless_ok",
+            True,
+            "leader-in-isr holds while there is no leader (NoLeader is no replica; KafkaReplication.LeaderInIsr "
+            "counts it outside); model=tla: false",
+        ),
+        Param(
+            "restart_epoch",
+            True,
+            "a restarted broker gets LeaderAndIsr at the current leader epoch (KafkaController.onBrokerStartup; "
+            "KIP-380 still rejects older ones); model=tla: only a newer epoch",
+        ),
+        Param(
+            "epoch_cache",
+            True,
+            "kip101, kip279, kip320: truncate by OffsetsForLeaderEpoch on the leader-epoch cache "
+            "(KIP-101, LeaderEpochFileCache; KIP-279's walk-back, AbstractFetcherThread; KAFKA-7415 for kip320); "
+            "model=tla: record epochs (kip101), largest common prefix (kip279, kip320)",
+        ),
+        Param(
+            "fetch_fencing",
+            True,
+            "kip320: a fetch carries the follower's current leader epoch and a leader on another epoch "
+            "fences it, so the hw and the ISR count only followers on its epoch (KIP-320, KAFKA-7395)",
+        ),
+        Param(
+            "truncation_fencing",
+            True,
+            "kip320: a follower truncates only against a leader in the follower's new epoch "
+            "(KIP-320's fenced OffsetsForLeaderEpoch, Kip320.tla rule 2)",
+        ),
+        Param(
+            "kafka_7164",
+            True,
+            "kip320: a follower truncates on every leader-epoch change, even when the leader stays the same (KAFKA-7164)",
+        ),
+        Param(
+            "isr_join",
+            "leso",
+            "kip320 ISR join: leso: follower LEO >= leader epoch start offset and >= hw "
+            "(Partition.isFollowerInSync, KAFKA-7128); hw-epoch: the leader's hw reached its epoch "
+            "(Kip320.tla); hw: LEO >= hw only (the KAFKA-7128 bug); model=tla: hw-epoch",
+            choices=ISR_JOIN_RULES,
+        ),
     )
     invariants = (strong_isr, weak_isr, leader_in_isr, no_acked_data_loss, no_divergence, follower_matches_leader)
     recoverability = (partition_can_recover,)
     default_invariants = ("strong-isr", "weak-isr")
     # Tuples indexed by replica id - 1: one swim lane per replica in the trace viewer.
     entities = {"replica": ("logs", "hw", "replica_state")}
+
+    def __init__(self, **values) -> None:
+        # model=tla changes the defaults of the Kafka-rule flags, not what a user sets explicitly.
+        if values.get("model") == "tla":
+            values = {**TLA_DEFAULTS, **values}
+        super().__init__(**values)
 
     def validate_params(self, p: Params) -> None:
         if p.max_crashes and not (p.crash or p.unclean or p.lossy_crash):
@@ -405,8 +559,11 @@ class Replication(Spec):
     def controller_shrink_isr(p, s):
         """The controller removes a failed broker from the ISR, bumping the leader epoch.
 
-        A failed leader leaves no leader; a sole ISR member stays in the ISR, as ZooKeeper-era
-        Kafka keeps the "last replica standing" (before KIP-966).
+        A failed leader leaves no leader. ``keep_last_isr`` (Kafka): the controller only
+        touches an ISR holding the broker and never empties it, the sole member stays
+        (ZkReplicaStateMachine.doRemoveReplicasFromIsr: the "last replica standing" before
+        KIP-966). Without it (the TLA+ model) only a sole member that leads stays, so the ISR
+        can become empty and the partition stuck without a leader.
         """
         requests = s.requests
         e = len(requests)
@@ -415,6 +572,17 @@ class Replication(Spec):
         isr = s.quorum_isr
         cur = s.quorum_leader
         out = []
+        if p.keep_last_isr:
+            for r, _ in _RNG[p.replicas]:
+                if r not in isr:
+                    continue
+                new_leader = 0 if r == cur else cur
+                new_isr = isr if len(isr) == 1 else isr - {r}
+                out.append((_L_SHRINK[r][e + 1], ReplicationState(
+                    s.logs, s.hw, s.replica_state, s.next_record_id,
+                    requests + ((new_leader, e, new_isr),), new_leader, new_isr, s.down, s.crashes, s.acked,
+                )))
+            return out
         for r, _ in _RNG[p.replicas]:
             if r == cur:
                 new_leader = 0
@@ -470,7 +638,9 @@ class Replication(Spec):
         requests = s.requests
         rng = _RNG[p.replicas]
         out = []
-        if v == _KIP320:
+        cache = p.epoch_cache
+        same_leader_truncates = p.kafka_7164 or v != _KIP320
+        if v == _KIP320 and p.truncation_fencing:
             # The only request a follower may act on for leader L is the one of L's own epoch,
             # and a replica presuming leadership in epoch e got there through request e.
             for ld, li in rng:
@@ -484,8 +654,14 @@ class Replication(Spec):
                     if rs[i][1] >= e or r == ld or (down and r in down):
                         continue
                     log = logs[i]
-                    trunc = kip279_truncation_offset(llog, log) if log else 0
                     hw = hws[i]
+                    if not same_leader_truncates and rs[i][0] == ld:
+                        # Before KAFKA-7164 the fetcher kept running: no truncation.
+                        trunc = len(log)
+                    elif cache:
+                        trunc = epoch_cache_truncation_offset("kip279", llog, log, hw, e)
+                    else:
+                        trunc = kip279_truncation_offset(llog, log) if log else 0
                     out.append((_L_FOLLOW[r][ld][e + 1][trunc], ReplicationState(
                         logs[:i] + (log[:trunc],) + logs[i + 1:] if trunc < len(log) else logs,
                         hws[:i] + (trunc,) + hws[i + 1:] if trunc < hw else hws,
@@ -513,13 +689,21 @@ class Replication(Spec):
                         s.next_record_id, requests, s.quorum_leader, s.quorum_isr, down, s.crashes, s.acked,
                     )))
                     continue
-                if v == _KIP279:
+                end = len(log)
+                if not same_leader_truncates and rs[i][0] == ld:
+                    trunc = end
+                elif cache and v != _HW:
+                    lst = rs[li]
+                    trunc = epoch_cache_truncation_offset(
+                        "kip101" if v == _KIP101 else "kip279", llog, log, hw,
+                        lst[1] if v == _KIP320 and lst[0] == ld else None,
+                    )
+                elif v >= _KIP279:
                     trunc = kip279_truncation_offset(llog, log)
                 elif v == _KIP101:
                     trunc = kip101_truncation_offset(llog, log, hw)
                 else:
                     trunc = hw
-                end = len(log)
                 if trunc > end:
                     continue
                 nxt = ReplicationState(
@@ -530,7 +714,7 @@ class Replication(Spec):
                 )
                 label = _L_FOLLOW[r][ld][e + 1][trunc]
                 out.append((label, nxt))
-                if not end and v == _KIP279:
+                if not end and v == _KIP279 and not cache:
                     # Kip279's BecomeFollower has an "empty log" disjunct besides the general
                     # one; TLC generates this successor once for each.
                     out.append((label, nxt))
@@ -605,8 +789,10 @@ class Replication(Spec):
 
         hw, kip101, kip279: caught up means following this leader and holding the leader's last
         offset; kip320-first-try: and with the leader's epoch at that offset; kip320: following
-        the leader's current epoch with an end offset not behind the leader's.
+        the leader's current epoch with an end offset not behind the leader's (without
+        ``fetch_fencing`` the leader cannot see a follower's epoch: following it suffices).
         """
+        fenced = p.fetch_fencing
         qld = s.quorum_leader
         if not qld:
             return ()
@@ -629,7 +815,7 @@ class Replication(Spec):
             twice = False
             fst = rs[i]
             if v == _KIP320:
-                stale = fst[0] != qld or fst[1] != lepoch
+                stale = fst[0] != qld or (fenced and fst[1] != lepoch)
                 behind = len(logs[i]) < end
                 if not (stale or behind):
                     continue
@@ -656,9 +842,13 @@ class Replication(Spec):
     def leader_expand_isr(p, s):
         """The true leader adds a follower that caught up to its high watermark.
 
-        kip320-first-try and kip320 also require the leader's high watermark to have reached
-        its own epoch, so that the follower holds every record of earlier epochs (KAFKA-7128);
-        kip320 requires the follower to be on the leader's current epoch (KIP-320).
+        kip320-first-try, and kip320 with ``isr_join=hw-epoch`` (Kip320.tla), also require the
+        leader's high watermark to have reached its own epoch, so that the follower holds every
+        record of earlier epochs (KAFKA-7128). kip320 with ``isr_join=leso`` (Kafka since 2.1,
+        Partition.isFollowerInSync) requires instead the follower's end offset to reach the
+        leader epoch start offset, where the leader's records of its epoch begin (its end offset
+        when it has none); ``isr_join=hw`` is neither (the KAFKA-7128 bug). With
+        ``fetch_fencing`` kip320 requires the follower to be on the leader's current epoch.
         """
         qld = s.quorum_leader
         if not qld:
@@ -674,8 +864,16 @@ class Replication(Spec):
         logs = s.logs
         llog = logs[li]
         hw = s.hw[li]
-        if v >= _FIRST_TRY and not (hw == len(llog) or (hw < len(llog) and llog[hw][1] == lepoch)):
+        join = p.isr_join if v == _KIP320 else "hw-epoch"
+        if v >= _FIRST_TRY and join == "hw-epoch" and not (
+            hw == len(llog) or (hw < len(llog) and llog[hw][1] == lepoch)
+        ):
             return ()
+        fenced = p.fetch_fencing
+        need = hw
+        if v == _KIP320 and join == "leso":
+            leso = next((o for o, rec in enumerate(llog) if rec[1] == lepoch), len(llog))
+            need = leso if leso > hw else hw
         out = []
         for r, i in _RNG[p.replicas]:
             fst = rs[i]
@@ -683,7 +881,7 @@ class Replication(Spec):
                 continue
             flog = logs[i]
             if v == _KIP320:
-                if fst[1] != lepoch or len(flog) < hw:
+                if (fenced and fst[1] != lepoch) or len(flog) < need:
                     continue
             elif hw:
                 if len(llog) < hw or len(flog) < hw:
@@ -703,9 +901,10 @@ class Replication(Spec):
 
         hw, kip101, kip279: members need only follow this leader. kip320-first-try: their record
         at the offset has the leader's epoch. kip320: they follow the leader's current epoch
-        (KIP-320's fetch fencing).
+        (KIP-320's fetch fencing; without ``fetch_fencing`` they need only follow this leader).
         """
         v = _VARIANT[p.truncation]
+        fenced = p.fetch_fencing
         logs = s.logs
         rs = s.replica_state
         out = []
@@ -724,7 +923,7 @@ class Replication(Spec):
                     continue
                 for f in lst[2]:
                     fst = rs[f - 1]
-                    if fst[0] != r or fst[1] != lst[1] or len(logs[f - 1]) <= hw:
+                    if fst[0] != r or (fenced and fst[1] != lst[1]) or len(logs[f - 1]) <= hw:
                         ok = False
                         break
             elif v == _FIRST_TRY:
@@ -758,9 +957,10 @@ class Replication(Spec):
 
         hw, kip101, kip279: no fencing at all. kip320-first-try: the fetch carries the epoch of
         the follower's last record, which must match the leader's. kip320: the fetch carries the
-        follower's current leader epoch, which must equal the leader's (KIP-320).
+        follower's current leader epoch, which must equal the leader's (KIP-320; ``fetch_fencing``).
         """
         v = _VARIANT[p.truncation]
+        fenced = p.fetch_fencing
         log_size = p.log_size
         logs = s.logs
         rs = s.replica_state
@@ -780,7 +980,7 @@ class Replication(Spec):
             if o >= len(llog) or o >= log_size:
                 continue
             if v == _KIP320:
-                if fst[1] != lst[1]:
+                if fenced and fst[1] != lst[1]:
                     continue
             elif v == _FIRST_TRY:
                 if o and flog[o - 1][1] != llog[o - 1][1]:
@@ -877,16 +1077,26 @@ class Replication(Spec):
         bounce as a failure (ZooKeeper session expiry, or KIP-380's new broker epoch), so the
         broker restarts only once it is out of the ISR, unless it is the last replica standing
         there (the case KIP-966's unclean shutdown detection addresses).
+
+        ``restart_epoch`` (Kafka; off in the TLA+-era model): the broker also accepts the
+        request of the current leader epoch, which KafkaController.onBrokerStartup sends it,
+        and it restarts only once ZooKeeper no longer names it leader.
         """
         down = s.down
         if not down:
             return ()
-        floor = len(s.requests) - 1
         rs = s.replica_state
         out = []
         qisr = s.quorum_isr
+        current = p.restart_epoch
+        # restart_epoch: onBrokerStartup sends the current LeaderAndIsr (OnlineReplica), which
+        # the broker takes since it has no leader epoch cached; older requests carry a stale
+        # broker epoch. The controller processes the failure of a bounced broker before its
+        # startup, so a restarted broker is never the leader ZooKeeper still names.
+        floor = len(s.requests) - (2 if current else 1)
+        qld = s.quorum_leader if current else 0
         for r, i in _RNG[p.replicas]:
-            if r in down and (r not in qisr or len(qisr) == 1):
+            if r in down and r != qld and (r not in qisr or len(qisr) == 1):
                 out.append((_L_RESTART[r], ReplicationState(
                     s.logs, s.hw, rs[:i] + ((0, floor, _NO_ISR),) + rs[i + 1:],
                     s.next_record_id, s.requests, s.quorum_leader, s.quorum_isr,
