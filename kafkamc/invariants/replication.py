@@ -7,7 +7,7 @@ and ``follower-matches-leader`` go with the spec's extensions (acks, crashes, un
 
 from __future__ import annotations
 
-from kafkamc.invariants.api import invariant
+from kafkamc.invariants.api import invariant, recoverable
 
 __all__ = [
     "strong_isr",
@@ -16,6 +16,7 @@ __all__ = [
     "no_acked_data_loss",
     "no_divergence",
     "follower_matches_leader",
+    "isr_can_recover",
 ]
 
 
@@ -155,3 +156,25 @@ def follower_matches_leader(p, s) -> bool:
         if m and log[:m] != llog[:m]:
             return False
     return True
+
+
+@recoverable(
+    "isr-can-recover",
+    "from every state the partition can again have every live replica in its ISR under a leader that acts "
+    "on the current leader epoch",
+)
+def isr_can_recover(p, s) -> bool:
+    """A live replica is never left out of the ISR for good: under-replication heals.
+
+    Good: ZooKeeper names a live leader that acts on the current leader epoch and every live
+    replica is in the quorum ISR. A restarted broker that cannot follow the current leader epoch
+    waits for the next leader change (the TLA+-era restart, without onBrokerStartup's
+    LeaderAndIsr). Bound: with ``max_leader_epoch`` spent and no leader acting on the current
+    epoch the controller may not elect, so such a state counts as good.
+    """
+    ld = s.quorum_leader
+    rs = s.replica_state
+    if ld and not (s.down and ld in s.down) and rs[ld - 1][0] == ld and rs[ld - 1][1] == len(s.requests) - 1:
+        isr = s.quorum_isr
+        return all(r in isr or r in s.down for r in range(1, len(rs) + 1))
+    return len(s.requests) > p.max_leader_epoch

@@ -59,6 +59,7 @@ from kafkamc.errors import UsageError
 from kafkamc.invariants.recoverability import partition_can_recover
 from kafkamc.invariants.replication import (
     follower_matches_leader,
+    isr_can_recover,
     leader_in_isr,
     no_acked_data_loss,
     no_divergence,
@@ -439,7 +440,7 @@ class Replication(Spec):
         ),
     )
     invariants = (strong_isr, weak_isr, leader_in_isr, no_acked_data_loss, no_divergence, follower_matches_leader)
-    recoverability = (partition_can_recover,)
+    recoverability = (partition_can_recover, isr_can_recover)
     default_invariants = ("strong-isr", "weak-isr")
     # Tuples indexed by replica id - 1: one swim lane per replica in the trace viewer.
     entities = {"replica": ("logs", "hw", "replica_state")}
