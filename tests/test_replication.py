@@ -8,6 +8,7 @@ from kafkamc.checker.local import explore
 from kafkamc.errors import UsageError
 from kafkamc.spec.replication import (
     Replication,
+    epoch_cache_truncation_offset,
     kip101_truncation_offset,
     kip279_truncation_offset,
 )
@@ -205,3 +206,118 @@ def test_one_lossy_crash_of_the_last_replica_standing_loses_an_acks_all_record()
 def test_follower_matches_leader_separates_the_truncation_rules(truncation, crash, expected):
     res = check("follower-matches-leader", truncation=truncation, model="tla", log_size=1, **crash)
     assert (res.result, res.trace and len(res.trace.steps)) == expected
+
+
+# -- Part 3: Kafka's rules (the default) against the TLA+ model's, and KIP-320 unbundled (issue 15) --
+
+def recover(name: str, **params):
+    from kafkamc.checker.graph import check_recoverability
+
+    spec = Replication(**params)
+    return check_recoverability(spec, [], [Replication.recoverability_named(name)])
+
+
+def test_model_tla_sets_the_defaults_of_the_kafka_rule_flags_only():
+    kafka = Replication().p
+    assert (kafka.model, kafka.keep_last_isr, kafka.leaderless_ok, kafka.restart_epoch, kafka.epoch_cache) == (
+        "kafka", True, True, True, True)
+    assert kafka.isr_join == "leso"
+    tla = Replication(model="tla").p
+    assert (tla.keep_last_isr, tla.leaderless_ok, tla.restart_epoch, tla.epoch_cache, tla.isr_join) == (
+        False, False, False, False, "hw-epoch")
+    # A flag given explicitly wins over model=tla.
+    assert Replication(model="tla", keep_last_isr=True).p.keep_last_isr is True
+    # The KIP-320 fences are Kip320.tla's too, so model=tla leaves them on.
+    assert (tla.fetch_fencing, tla.truncation_fencing, tla.kafka_7164) == (True, True, True)
+    # A spec rebuilt from its resolved parameters (worker processes, trace files) is the same.
+    import pickle
+
+    assert pickle.loads(pickle.dumps(Replication(model="tla"))).p == tla
+
+
+def test_the_controller_never_empties_the_isr():
+    # Without keep_last_isr the TLA+ controller removes the last member and no leader can follow.
+    off = recover("partition-can-recover", keep_last_isr=False)
+    assert (off.result, off.violated, len(off.trace.steps)) == ("violation", "partition-can-recover", 3)
+    assert not off.trace.steps[-1].state.quorum_isr
+    on = recover("partition-can-recover")
+    assert on.result == "ok"
+    assert all(
+        lab is None or not lab.startswith("ControllerShrinkIsr") or st.state.quorum_isr
+        for lab, st in ((st.action, st) for st in off.trace.steps[:-1])
+    )
+
+
+def test_leader_in_isr_holds_without_a_leader_in_kafka():
+    assert check("leader-in-isr").result == "ok"
+    off = check("leader-in-isr", leaderless_ok=False)
+    assert (off.result, len(off.trace.steps)) == ("violation", 1)
+
+
+def test_a_restarted_broker_takes_the_current_leader_epoch():
+    off = recover("isr-can-recover", crash=True, max_crashes=1, restart_epoch=False)
+    assert (off.result, len(off.trace.steps)) == ("violation", 7)
+    labels = [st.action for st in off.trace.steps[1:]]
+    assert any(lab.startswith("BrokerRestart(") for lab in labels)
+    assert recover("isr-can-recover", crash=True, max_crashes=1).result == "ok"
+
+
+def test_kip279_on_the_epoch_cache_loses_data_that_the_common_prefix_keeps():
+    on = check("strong-isr", truncation="kip279")
+    assert (on.result, len(on.trace.steps)) == ("violation", 12)
+    # The follower truncated to its high watermark: the leader's cache lacked its latest epoch.
+    last = on.trace.steps[-1]
+    assert last.action.startswith("BecomeFollower(") and last.action.endswith("truncate_to=0)")
+    assert check("strong-isr", truncation="kip279", epoch_cache=False).result == "ok"
+
+
+def test_epoch_cache_truncation_offsets():
+    a0, b1, c2, d0 = (0, 0), (1, 1), (2, 2), (3, 0)
+    # KIP-101: the leader's end offset for its latest epoch; the start of its next larger epoch;
+    # undefined (the follower's high watermark) past its latest or before its first epoch.
+    assert epoch_cache_truncation_offset("kip101", (a0, d0), (a0,), 0) == 1
+    assert epoch_cache_truncation_offset("kip101", (a0, d0), (a0, b1), 0) == 0
+    assert epoch_cache_truncation_offset("kip101", (a0, c2), (a0, b1), 1) == 1
+    assert epoch_cache_truncation_offset("kip101", (c2,), (a0,), 0) == 0
+    assert epoch_cache_truncation_offset("kip101", (), (a0,), 1) == 1
+    # KIP-279: a leader without the follower's epoch answers its largest smaller epoch; the
+    # follower truncates to the end of that epoch in its own log.
+    assert epoch_cache_truncation_offset("kip279", (a0, c2), (a0, b1), 0) == 1
+    assert epoch_cache_truncation_offset("kip279", (a0, d0), (a0, d0, b1), 0) == 2
+    # The walk-back: the leader's epoch 1 is missing on the follower, which truncates to the end
+    # of its epoch 0 and asks again.
+    assert epoch_cache_truncation_offset("kip279", (a0, b1, c2), (a0, (4, 0), (5, 2)), 0) == 2
+    # Undefined (the leader's latest epoch is older than the follower's): the high watermark,
+    # unless the leader holds its current epoch (KAFKA-7415).
+    assert epoch_cache_truncation_offset("kip279", (a0,), (a0, b1), 0) == 0
+    assert epoch_cache_truncation_offset("kip279", (a0,), (a0, b1), 0, 2) == 1
+
+
+KIP320_3R = dict(replicas=3, log_size=1, max_records=1)
+
+
+def test_kip320_fetch_fencing_and_the_isr_join_rule():
+    fixed = check(**KIP320_3R)
+    assert fixed.result == "ok"
+    no_fence = check("strong-isr", fetch_fencing=False, **KIP320_3R)
+    assert (no_fence.result, len(no_fence.trace.steps)) == ("violation", 13)
+    join_hw = check("strong-isr", isr_join="hw", **KIP320_3R)
+    assert (join_hw.result, len(join_hw.trace.steps)) == ("violation", 12)
+    assert any(st.action.startswith("LeaderExpandIsr(") for st in join_hw.trace.steps[1:])
+    assert check(isr_join="hw-epoch", **KIP320_3R).result == "ok"
+
+
+def test_kip320_truncation_fencing():
+    assert check("strong-isr").result == "ok"
+    off = check("strong-isr", truncation_fencing=False)
+    assert (off.result, len(off.trace.steps)) == ("violation", 12)
+
+
+def test_kafka_7164_truncates_when_the_leader_stays():
+    sizes = dict(replicas=3, log_size=1, max_records=2)
+    off = check("strong-isr", kafka_7164=False, **sizes)
+    assert (off.result, len(off.trace.steps)) == ("violation", 15)
+    # The follower skipped an epoch and followed the same leader again without truncating.
+    follows = [st.action for st in off.trace.steps[1:] if st.action.startswith("BecomeFollower(")]
+    assert any("truncate_to=1" in lab for lab in follows)
+    assert check("strong-isr", **sizes).result == "ok"
