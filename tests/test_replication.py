@@ -283,10 +283,10 @@ def test_epoch_cache_truncation_offsets():
     # KIP-279: a leader without the follower's epoch answers its largest smaller epoch; the
     # follower truncates to the end of that epoch in its own log.
     assert epoch_cache_truncation_offset("kip279", (a0, c2), (a0, b1), 0) == 1
-    assert epoch_cache_truncation_offset("kip279", (a0, d0), (a0, d0, b1), 0) == 2
-    # The walk-back: the leader's epoch 1 is missing on the follower, which truncates to the end
-    # of its epoch 0 and asks again.
-    assert epoch_cache_truncation_offset("kip279", (a0, b1, c2), (a0, (4, 0), (5, 2)), 0) == 2
+    assert epoch_cache_truncation_offset("kip279", (a0, d0, c2), (a0, d0, b1), 0) == 2
+    # The walk-back: the leader answers epoch 1, which the follower lacks; it truncates to the end
+    # of its largest smaller epoch (0) and asks again.
+    assert epoch_cache_truncation_offset("kip279", (a0, b1, (6, 3)), (a0, (5, 2)), 0) == 1
     # Undefined (the leader's latest epoch is older than the follower's): the high watermark,
     # unless the leader holds its current epoch (KAFKA-7415).
     assert epoch_cache_truncation_offset("kip279", (a0,), (a0, b1), 0) == 0
