@@ -8,16 +8,18 @@ from kafkamc.checker.local import explore
 from kafkamc.errors import UsageError
 from kafkamc.spec.replication import (
     Replication,
+    diverging_truncation_offset,
     epoch_cache_truncation_offset,
+    fetch_divergence,
     kip101_truncation_offset,
     kip279_truncation_offset,
 )
 
 
-def check(invariant: str | None = None, **params):
+def check(invariant: str | None = None, symmetry: bool = False, **params):
     spec = Replication(**params)
     props = None if invariant is None else [Replication.property_named(invariant)]
-    return explore(spec, props)
+    return explore(spec, props, symmetry=symmetry)
 
 
 # -- Part 1: the reference model ----------------------------------------------------------------
@@ -297,14 +299,15 @@ KIP320_3R = dict(replicas=3, log_size=1, max_records=1)
 
 
 def test_kip320_fetch_fencing_and_the_isr_join_rule():
-    fixed = check(**KIP320_3R)
+    # Replica ids are interchangeable: symmetry keeps verdicts and shortest traces, and the time.
+    fixed = check(symmetry=True, **KIP320_3R)
     assert fixed.result == "ok"
-    no_fence = check("strong-isr", fetch_fencing=False, **KIP320_3R)
+    no_fence = check("strong-isr", symmetry=True, fetch_fencing=False, **KIP320_3R)
     assert (no_fence.result, len(no_fence.trace.steps)) == ("violation", 13)
-    join_hw = check("strong-isr", isr_join="hw", **KIP320_3R)
+    join_hw = check("strong-isr", symmetry=True, isr_join="hw", **KIP320_3R)
     assert (join_hw.result, len(join_hw.trace.steps)) == ("violation", 12)
     assert any(st.action.startswith("LeaderExpandIsr(") for st in join_hw.trace.steps[1:])
-    assert check(isr_join="hw-epoch", **KIP320_3R).result == "ok"
+    assert check(symmetry=True, isr_join="hw-epoch", **KIP320_3R).result == "ok"
 
 
 def test_kip320_truncation_fencing():
@@ -315,9 +318,59 @@ def test_kip320_truncation_fencing():
 
 def test_kafka_7164_truncates_when_the_leader_stays():
     sizes = dict(replicas=3, log_size=1, max_records=2)
-    off = check("strong-isr", kafka_7164=False, **sizes)
+    off = check("strong-isr", symmetry=True, kafka_7164=False, **sizes)
     assert (off.result, len(off.trace.steps)) == ("violation", 15)
     # The follower skipped an epoch and followed the same leader again without truncating.
     follows = [st.action for st in off.trace.steps[1:] if st.action.startswith("BecomeFollower(")]
     assert any("truncate_to=1" in lab for lab in follows)
-    assert check("strong-isr", **sizes).result == "ok"
+    assert check("strong-isr", symmetry=True, **sizes).result == "ok"
+
+
+# -- Part 4: truncate on fetch (KAFKA-10487, KAFKA-10554) and KAFKA-14704 ---------------------------
+
+def test_fetch_divergence_and_truncation_offsets():
+    a0, b1, c2 = (0, 0), (1, 1), (2, 2)
+    # The leader has the follower's last epoch up to the fetch offset: no divergence.
+    assert fetch_divergence((a0, b1), 1, (a0,)) is None
+    assert fetch_divergence((a0, b1), 1, ()) is None
+    # The follower's last epoch ends earlier on the leader: (epoch, end offset there).
+    assert fetch_divergence((a0, c2), 2, (a0, b1)) == (0, 1)
+    # The leader's current epoch counts from its start offset (KAFKA-7415).
+    assert fetch_divergence((a0,), 2, (a0, b1)) == (0, 1)
+    assert diverging_truncation_offset((a0, b1), 0, (0, 1)) == 1
+    # A follower without the answered epoch truncates to the end of its largest smaller one.
+    assert diverging_truncation_offset((a0, (5, 2)), 0, (1, 2)) == 1
+    assert diverging_truncation_offset((a0, b1), 2, (-1, -1)) == 2
+
+
+def test_kafka_14704_a_follower_applies_the_hw_before_truncating():
+    off = check("visible-prefix-stable", truncation="fetch", kafka_14704=False)
+    assert (off.result, len(off.trace.steps)) == ("violation", 11)
+    last = off.trace.steps[-1]
+    assert "diverging, hw=" in last.action
+    # The follower serves a record below its hw that the consumers' prefix does not have.
+    s = last.state
+    assert s.visible and any(log[:1] != s.visible[:1] and h for log, h in zip(s.logs, s.hw))
+    fixed = check(None, truncation="fetch")
+    assert fixed.result == "ok"
+    for name in ("visible-prefix-stable", "no-divergence", "follower-matches-leader"):
+        assert check(name, truncation="fetch").result == "ok", name
+
+
+def test_visible_prefix_stable_separates_the_truncation_rules():
+    hw = check("visible-prefix-stable", truncation="hw")
+    assert (hw.result, len(hw.trace.steps)) == ("violation", 12)
+    assert check("visible-prefix-stable").result == "ok"
+    # Without the history variable (model=tla) the invariant checks the present only.
+    assert Replication(model="tla").p.track_visible is False
+    assert check("visible-prefix-stable", truncation="kip320", model="tla").result == "ok"
+
+
+def test_tracking_what_consumers_read_adds_no_behaviour():
+    # The history variable splits states but never enables or disables a step: the same verdicts
+    # and the same shortest traces with and without it.
+    for params in ({"truncation": "hw"}, {"truncation_fencing": False}):
+        on = check("strong-isr", **params)
+        off = check("strong-isr", track_visible=False, **params)
+        assert (on.result, len(on.trace.steps)) == (off.result, len(off.trace.steps))
+        assert [st.action for st in on.trace.steps] == [st.action for st in off.trace.steps]

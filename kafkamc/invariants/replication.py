@@ -17,6 +17,7 @@ __all__ = [
     "no_divergence",
     "follower_matches_leader",
     "isr_can_recover",
+    "visible_prefix_stable",
 ]
 
 
@@ -178,3 +179,49 @@ def isr_can_recover(p, s) -> bool:
         isr = s.quorum_isr
         return all(r in isr or r in s.down for r in range(1, len(rs) + 1))
     return len(s.requests) > p.max_leader_epoch
+
+
+@invariant(
+    "visible-prefix-stable",
+    "records consumers read below a high watermark are never lost or changed: every live replica agrees with "
+    "them below its hw, and the acting leader holds them all",
+)
+def visible_prefix_stable(p, s) -> bool:
+    """Consumer-visible prefix stability: a record a consumer read below some replica's high watermark stays.
+
+    ``visible`` is the longest prefix that a live leader or follower (fetch from follower, KIP-392)
+    has served below its high watermark so far. It must agree with what every live replica serves
+    now, and the leader that acts on the current leader epoch must hold all of it: a record that
+    was read and is then truncated or replaced breaks it. KAFKA-14704 (a follower that applied the
+    leader's high watermark to a diverging log before truncating) violates it.
+
+    Without ``track_visible`` (model=tla) there is no history, and only the present is checked:
+    the prefixes that live replicas serve below their high watermarks agree.
+    """
+    logs = s.logs
+    hws = s.hw
+    down = s.down
+    rs = s.replica_state
+    if not p.track_visible:
+        served = [logs[i][: hws[i]] for i, st in enumerate(rs) if st[0] and not (down and i + 1 in down)]
+        for a in range(len(served)):
+            for b in range(a + 1, len(served)):
+                m = min(len(served[a]), len(served[b]))
+                if served[a][:m] != served[b][:m]:
+                    return False
+        return True
+    v = s.visible
+    if not v:
+        return True
+    for i, st in enumerate(rs):
+        if not st[0] or (down and i + 1 in down):
+            continue
+        m = min(hws[i], len(v))
+        if m and logs[i][:m] != v[:m]:
+            return False
+    ld = s.quorum_leader
+    if ld and not (down and ld in down):
+        lst = rs[ld - 1]
+        if lst[0] == ld and lst[1] == len(s.requests) - 1 and logs[ld - 1][: len(v)] != v:
+            return False
+    return True

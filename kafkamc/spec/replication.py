@@ -52,7 +52,7 @@ and behind), the action yields it twice, so that ``states_generated`` counts as 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, wraps
 from itertools import permutations
 
 from kafkamc.errors import UsageError
@@ -64,6 +64,7 @@ from kafkamc.invariants.replication import (
     no_acked_data_loss,
     no_divergence,
     strong_isr,
+    visible_prefix_stable,
     weak_isr,
 )
 from kafkamc.spec.api import Param, Params, Spec, action
@@ -75,12 +76,14 @@ __all__ = [
     "TLA_DEFAULTS",
     "ReplicationState",
     "TRUNCATION_RULES",
+    "diverging_truncation_offset",
     "epoch_cache_truncation_offset",
+    "fetch_divergence",
     "kip101_truncation_offset",
     "kip279_truncation_offset",
 ]
 
-TRUNCATION_RULES = ("hw", "kip101", "kip279", "kip320-first-try", "kip320")
+TRUNCATION_RULES = ("hw", "kip101", "kip279", "kip320-first-try", "kip320", "fetch")
 MODELS = ("kafka", "tla")
 ISR_JOIN_RULES = ("leso", "hw-epoch", "hw")
 # What model=tla sets the Kafka-rule flags to when they are not given: the TLA+ model's choices.
@@ -90,8 +93,9 @@ TLA_DEFAULTS = {
     "restart_epoch": False,
     "epoch_cache": False,
     "isr_join": "hw-epoch",
+    "track_visible": False,
 }
-_HW, _KIP101, _KIP279, _FIRST_TRY, _KIP320 = range(5)
+_HW, _KIP101, _KIP279, _FIRST_TRY, _KIP320, _FETCH = range(6)
 _VARIANT = {name: code for code, name in enumerate(TRUNCATION_RULES)}
 
 # Bounds of the parameters; the label tables below cover them.
@@ -120,6 +124,8 @@ class ReplicationState:
     quorum_leader, quorum_isr: the partition state in ZooKeeper (its epoch is the last request's).
     down: crashed brokers (``crash``); crashes: how many so far, counted only under ``max_crashes``.
     acked: acknowledged records (offset, id, epoch) (``acks``).
+    visible: the longest prefix consumers have read below a replica's high watermark
+    (``track_visible``; a history variable that no action reads).
     """
 
     logs: tuple[Log, ...]
@@ -132,6 +138,7 @@ class ReplicationState:
     down: frozenset[int]
     crashes: int
     acked: tuple[Ack, ...]
+    visible: Log = ()
 
     @property
     def next_leader_epoch(self) -> int:
@@ -154,6 +161,7 @@ def _init_state(
     down,
     crashes,
     acked,
+    visible=(),
     _logs=ReplicationState.logs.__set__,
     _hw=ReplicationState.hw.__set__,
     _replica_state=ReplicationState.replica_state.__set__,
@@ -164,6 +172,7 @@ def _init_state(
     _down=ReplicationState.down.__set__,
     _crashes=ReplicationState.crashes.__set__,
     _acked=ReplicationState.acked.__set__,
+    _visible=ReplicationState.visible.__set__,
 ) -> None:
     _logs(self, logs)
     _hw(self, hw)
@@ -175,6 +184,7 @@ def _init_state(
     _down(self, down)
     _crashes(self, crashes)
     _acked(self, acked)
+    _visible(self, visible)
 
 
 # Building successors dominates exploration, and the __init__ that dataclasses generates for a
@@ -213,6 +223,13 @@ _L_FOLLOW = tuple(
 _L_TRUNCATE = tuple(
     tuple(tuple(f"FollowerTruncate(r{f}, leader=r{ld}, truncate_to={t})" for t in _O) for ld in _R)
     for f in _R
+)
+_L_DIVERGE = tuple(
+    tuple(tuple(f"FollowerFetch(r{f}, leader=r{ld}, diverging, truncate_to={t})" for t in _O) for ld in _R)
+    for f in _R
+)
+_L_DIVERGE_HW = tuple(
+    tuple(tuple(f"FollowerFetch(r{f}, leader=r{ld}, diverging, hw={h})" for h in _O) for ld in _R) for f in _R
 )
 _L_CRASH = tuple(f"BrokerCrash(r{r})" for r in _R)
 _L_LOSSY_CRASH = tuple(tuple(f"BrokerCrash(r{r}, log_end_offset={k})" for k in _O) for r in _R)
@@ -331,6 +348,120 @@ def epoch_cache_truncation_offset(
             return end
 
 
+def _leader_cache(leader_log: Log, leader_epoch: int | None) -> list[tuple[int, int]]:
+    cache = _epoch_cache(leader_log)
+    if leader_epoch is not None and (not cache or leader_epoch > cache[-1][0]):
+        cache.append((leader_epoch, len(leader_log)))
+    return cache
+
+
+def fetch_divergence(leader_log: Log, leader_epoch: int, follower_log: Log) -> tuple[int, int] | None:
+    """Truncate on fetch (KAFKA-10487, 2.7): the divergingEpoch of a leader's fetch response, or None.
+
+    The fetch carries the epoch of the follower's last record; the leader looks it up in its
+    epoch cache (with its current epoch from its start offset, KAFKA-7415) and answers
+    (epoch, end offset) when its epoch there is smaller or its end offset is below the fetch
+    offset (Partition.readRecords); (-1, -1) when it has no such epoch.
+    """
+    if not follower_log:
+        return None
+    last = follower_log[-1][1]
+    reply = _end_offset_for(_leader_cache(leader_log, leader_epoch), len(leader_log), last)
+    if reply is None:
+        return (-1, -1)
+    if reply[0] < last or reply[1] < len(follower_log):
+        return reply
+    return None
+
+
+def diverging_truncation_offset(follower_log: Log, follower_hw: int, diverging: tuple[int, int]) -> int:
+    """KAFKA-10554 (2.8): where a follower truncates on a divergingEpoch, one round of KIP-279's walk-back.
+
+    If the follower has the epoch, to the smaller of its own end offset for it and the leader's;
+    else to the end of its largest smaller epoch, and the next fetch diverges again. An undefined
+    answer falls back to the high watermark.
+    """
+    epoch, leader_end = diverging
+    end = len(follower_log)
+    if leader_end < 0:
+        return min(follower_hw, end)
+    own = _end_offset_for(_epoch_cache(follower_log), end, epoch)
+    if own is None:
+        return min(leader_end, end)
+    if own[0] == epoch:
+        return min(own[1], leader_end, end)
+    return min(own[1], end)
+
+
+def _visible_after(s: ReplicationState, visible: Log) -> Log:
+    """The longest prefix consumers can have read once in ``s``: ``visible`` extended by what a live
+    leader or follower (fetch from follower, KIP-392) serves below its high watermark.
+
+    A replica whose served prefix disagrees with ``visible`` extends nothing; visible-prefix-stable
+    reports it.
+    """
+    v = visible
+    down = s.down
+    logs = s.logs
+    for i, st in enumerate(s.replica_state):
+        h = s.hw[i]
+        if h <= len(v) or not st[0] or (down and i + 1 in down):
+            continue
+        served = logs[i][:h]
+        if served[: len(v)] == v:
+            v = served
+    return v
+
+
+def _tracking(fn):
+    """Wrap an action so that each successor carries the visible prefix forward (``track_visible``)."""
+
+    @wraps(fn)
+    def step(p, s):
+        out = fn(p, s)
+        if not p.track_visible:
+            return out
+        seen = s.visible
+        # Every successor is a fresh object that nothing has hashed or shared yet (an action that
+        # yields one twice yields the same value twice), so its slot is filled in place.
+        for _, n in out:
+            _set_visible(n, _visible_after(n, seen))
+        return out
+
+    return step
+
+
+_set_visible = ReplicationState.visible.__set__
+
+
+def _truncate_diverging(p, s: ReplicationState) -> list:
+    """The deferred truncation of truncate on fetch before KAFKA-14704 (see follower_truncate)."""
+    fenced = p.fetch_fencing
+    logs = s.logs
+    rs = s.replica_state
+    out = []
+    for f, fi in _RNG[p.replicas]:
+        fst = rs[fi]
+        ld = fst[0]
+        if not ld or ld == f:
+            continue
+        lst = rs[ld - 1]
+        if lst[0] != ld or (fenced and fst[1] != lst[1]):
+            continue
+        flog = logs[fi]
+        diverging = fetch_divergence(logs[ld - 1], lst[1], flog)
+        if diverging is None:
+            continue
+        hw = s.hw[fi]
+        trunc = diverging_truncation_offset(flog, hw, diverging)
+        out.append((_L_TRUNCATE[f][ld][trunc], ReplicationState(
+            logs[:fi] + (flog[:trunc],) + logs[fi + 1:],
+            s.hw[:fi] + (trunc,) + s.hw[fi + 1:] if trunc < hw else s.hw,
+            rs, s.next_record_id, s.requests, s.quorum_leader, s.quorum_isr, s.down, s.crashes, s.acked,
+        )))
+    return out
+
+
 def _ack_id(ack: Ack) -> int:
     return ack[1]
 
@@ -373,7 +504,8 @@ class Replication(Spec):
         Param(
             "truncation",
             "kip320",
-            "follower truncation rule: hw (0.10), kip101 (0.11), kip279 (2.0), kip320-first-try, kip320 (2.1)",
+            "follower truncation rule: hw (0.10), kip101 (0.11), kip279 (2.0), kip320-first-try, kip320 (2.1), "
+            "fetch (truncate on fetch, KAFKA-10487/KAFKA-10554, 2.7/2.8)",
             choices=TRUNCATION_RULES,
         ),
         Param("crash", False, "brokers may crash and restart (implied by unclean and lossy_crash)"),
@@ -438,8 +570,23 @@ class Replication(Spec):
             "(Kip320.tla); hw: LEO >= hw only (the KAFKA-7128 bug); model=tla: hw-epoch",
             choices=ISR_JOIN_RULES,
         ),
+        Param(
+            "kafka_14704",
+            True,
+            "fetch: on a diverging fetch response the follower truncates before it takes the leader's hw "
+            "(KAFKA-14704, 3.5); off: it applies the hw first and truncates in a later step",
+        ),
+        Param(
+            "track_visible",
+            True,
+            "record the prefix consumers have read below a replica's hw (leaders and, KIP-392, followers) "
+            "for visible-prefix-stable; model=tla: false (no extra state)",
+        ),
     )
-    invariants = (strong_isr, weak_isr, leader_in_isr, no_acked_data_loss, no_divergence, follower_matches_leader)
+    invariants = (
+        strong_isr, weak_isr, leader_in_isr, no_acked_data_loss, no_divergence, follower_matches_leader,
+        visible_prefix_stable,
+    )
     recoverability = (partition_can_recover, isr_can_recover)
     default_invariants = ("strong-isr", "weak-isr")
     # Tuples indexed by replica id - 1: one swim lane per replica in the trace viewer.
@@ -502,11 +649,12 @@ class Replication(Spec):
                 best_key = key
                 best = (logs, hw, rs, requests, ids[s.quorum_leader], qisr, down)
         logs, hw, rs, requests, qld, qisr, down = best
-        return ReplicationState(logs, hw, rs, s.next_record_id, requests, qld, qisr, down, s.crashes, s.acked)
+        return ReplicationState(logs, hw, rs, s.next_record_id, requests, qld, qisr, down, s.crashes, s.acked, s.visible)
 
     # -- controller ------------------------------------------------------------------------
 
     @action
+    @_tracking
     def controller_elect_leader(p, s):
         """Clean leader election: an ISR member other than the current leader, with a new leader epoch.
 
@@ -531,6 +679,7 @@ class Replication(Spec):
         return out
 
     @action
+    @_tracking
     def controller_unclean_elect_leader(p, s):
         """``unclean`` only: with no live ISR member, elect a live replica outside the ISR; the ISR becomes it alone.
 
@@ -557,6 +706,7 @@ class Replication(Spec):
         return out
 
     @action
+    @_tracking
     def controller_shrink_isr(p, s):
         """The controller removes a failed broker from the ISR, bumping the leader epoch.
 
@@ -602,6 +752,7 @@ class Replication(Spec):
     # -- LeaderAndIsr ----------------------------------------------------------------------
 
     @action
+    @_tracking
     def become_leader(p, s):
         """A replica named leader by a LeaderAndIsr request with a newer leader epoch takes the lead.
 
@@ -621,6 +772,7 @@ class Replication(Spec):
         return out
 
     @action
+    @_tracking
     def become_follower(p, s):
         """A replica follows the leader of a LeaderAndIsr request with a newer epoch, truncating first.
 
@@ -684,7 +836,8 @@ class Replication(Spec):
                     continue
                 log = logs[i]
                 hw = hws[i]
-                if v == _FIRST_TRY:
+                if v == _FIRST_TRY or v == _FETCH:
+                    # Truncation happens on a fetch (follower_truncate, or the fetch response).
                     out.append((_L_FOLLOW[r][ld][e + 1][len(log)], ReplicationState(
                         logs, hws, rs[:i] + (req,) + rs[i + 1:],
                         s.next_record_id, requests, s.quorum_leader, s.quorum_isr, down, s.crashes, s.acked,
@@ -724,6 +877,7 @@ class Replication(Spec):
     # -- leader ----------------------------------------------------------------------------
 
     @action
+    @_tracking
     def leader_write(p, s):
         """A replica that presumes leadership appends a producer record stamped with its leader epoch.
 
@@ -755,6 +909,7 @@ class Replication(Spec):
         return out
 
     @action
+    @_tracking
     def leader_ack(p, s):
         """acks=all only: the leader acknowledges a record of its epoch once its high watermark passes it.
 
@@ -785,6 +940,7 @@ class Replication(Spec):
         return out
 
     @action
+    @_tracking
     def leader_shrink_isr(p, s):
         """The true leader removes a follower that is not caught up; ZooKeeper-era ISR write fenced by zkVersion.
 
@@ -815,9 +971,9 @@ class Replication(Spec):
                 continue
             twice = False
             fst = rs[i]
-            if v == _KIP320:
+            if v >= _KIP320:
                 stale = fst[0] != qld or (fenced and fst[1] != lepoch)
-                behind = len(logs[i]) < end
+                behind = len(logs[i]) < end or (v == _FETCH and fetch_divergence(llog, lepoch, logs[i]) is not None)
                 if not (stale or behind):
                     continue
                 twice = stale and behind
@@ -840,6 +996,7 @@ class Replication(Spec):
         return out
 
     @action
+    @_tracking
     def leader_expand_isr(p, s):
         """The true leader adds a follower that caught up to its high watermark.
 
@@ -865,14 +1022,14 @@ class Replication(Spec):
         logs = s.logs
         llog = logs[li]
         hw = s.hw[li]
-        join = p.isr_join if v == _KIP320 else "hw-epoch"
+        join = p.isr_join if v >= _KIP320 else "hw-epoch"
         if v >= _FIRST_TRY and join == "hw-epoch" and not (
             hw == len(llog) or (hw < len(llog) and llog[hw][1] == lepoch)
         ):
             return ()
         fenced = p.fetch_fencing
         need = hw
-        if v == _KIP320 and join == "leso":
+        if v >= _KIP320 and join == "leso":
             leso = next((o for o, rec in enumerate(llog) if rec[1] == lepoch), len(llog))
             need = leso if leso > hw else hw
         out = []
@@ -881,8 +1038,11 @@ class Replication(Spec):
             if r in isr or fst[0] != qld:
                 continue
             flog = logs[i]
-            if v == _KIP320:
+            if v >= _KIP320:
                 if (fenced and fst[1] != lepoch) or len(flog) < need:
+                    continue
+                if v == _FETCH and fetch_divergence(llog, lepoch, flog) is not None:
+                    # The leader takes a follower's end offset only from a fetch that does not diverge.
                     continue
             elif hw:
                 if len(llog) < hw or len(flog) < hw:
@@ -897,6 +1057,7 @@ class Replication(Spec):
         return out
 
     @action
+    @_tracking
     def leader_inc_high_watermark(p, s):
         """The leader advances its high watermark by one when every member of its own ISR has the offset.
 
@@ -919,12 +1080,15 @@ class Replication(Spec):
             hw = s.hw[i]
             llog = logs[i]
             ok = True
-            if v == _KIP320:
+            if v >= _KIP320:
                 if hw >= len(llog):
                     continue
                 for f in lst[2]:
                     fst = rs[f - 1]
                     if fst[0] != r or (fenced and fst[1] != lst[1]) or len(logs[f - 1]) <= hw:
+                        ok = False
+                        break
+                    if v == _FETCH and f != r and fetch_divergence(llog, lst[1], logs[f - 1]) is not None:
                         ok = False
                         break
             elif v == _FIRST_TRY:
@@ -953,12 +1117,18 @@ class Replication(Spec):
     # -- follower --------------------------------------------------------------------------
 
     @action
+    @_tracking
     def follower_fetch(p, s):
         """A follower fetches the next record from the replica it follows and takes min(leader hw, its end offset).
 
         hw, kip101, kip279: no fencing at all. kip320-first-try: the fetch carries the epoch of
         the follower's last record, which must match the leader's. kip320: the fetch carries the
         follower's current leader epoch, which must equal the leader's (KIP-320; ``fetch_fencing``).
+        fetch: fenced as kip320, and the fetch also carries the epoch of the follower's last
+        record; if the leader's log diverges there it answers a divergingEpoch with no records
+        (KAFKA-10487). With ``kafka_14704`` (3.5) the follower then only truncates
+        (KAFKA-10554); without it, it first applies the leader's high watermark to its
+        diverging log and truncates in a later step (follower_truncate).
         """
         v = _VARIANT[p.truncation]
         fenced = p.fetch_fencing
@@ -978,6 +1148,30 @@ class Replication(Spec):
             flog = logs[fi]
             llog = logs[li]
             o = len(flog)
+            if v == _FETCH:
+                if fenced and fst[1] != lst[1]:
+                    continue
+                diverging = fetch_divergence(llog, lst[1], flog)
+                if diverging is not None:
+                    hw = s.hw[fi]
+                    if p.kafka_14704:
+                        trunc = diverging_truncation_offset(flog, hw, diverging)
+                        out.append((_L_DIVERGE[f][ld][trunc], ReplicationState(
+                            logs[:fi] + (flog[:trunc],) + logs[fi + 1:],
+                            s.hw[:fi] + (trunc,) + s.hw[fi + 1:] if trunc < hw else s.hw,
+                            rs, s.next_record_id, s.requests, s.quorum_leader, s.quorum_isr, s.down, s.crashes,
+                            s.acked,
+                        )))
+                    else:
+                        lhw = s.hw[li]
+                        new_hw = lhw if lhw <= o else o
+                        if new_hw != hw:
+                            out.append((_L_DIVERGE_HW[f][ld][new_hw], ReplicationState(
+                                logs, s.hw[:fi] + (new_hw,) + s.hw[fi + 1:],
+                                rs, s.next_record_id, s.requests, s.quorum_leader, s.quorum_isr, s.down,
+                                s.crashes, s.acked,
+                            )))
+                    continue
             if o >= len(llog) or o >= log_size:
                 continue
             if v == _KIP320:
@@ -995,12 +1189,17 @@ class Replication(Spec):
         return out
 
     @action
+    @_tracking
     def follower_truncate(p, s):
-        """kip320-first-try only: a follower whose last record disagrees with its leader truncates.
+        """kip320-first-try, and fetch without ``kafka_14704``: a follower whose log diverges from its leader's truncates.
 
         The first KIP-320 design truncated on a fetch error (the last fetched epoch did not
         match the leader's) rather than on becoming follower; the truncation point is KIP-279's.
+        Truncate on fetch before KAFKA-14704 truncated after processing the diverging response
+        (the fetcher's next round), at the divergingEpoch's offset (KAFKA-10554).
         """
+        if p.truncation == "fetch" and not p.kafka_14704:
+            return _truncate_diverging(p, s)
         if p.truncation != "kip320-first-try":
             return ()
         logs = s.logs
@@ -1030,6 +1229,7 @@ class Replication(Spec):
     # -- broker failures (extensions) ------------------------------------------------------
 
     @action
+    @_tracking
     def broker_crash(p, s):
         """``crash``: a live broker crashes and forgets its cached leader, leader epoch and ISR.
 
@@ -1066,6 +1266,7 @@ class Replication(Spec):
         return out
 
     @action
+    @_tracking
     def broker_restart(p, s):
         """``crash``: a crashed broker restarts with its log and high watermark checkpoint.
 
