@@ -1,8 +1,8 @@
 """Replication of one partition: leader election, ISR changes, high watermark and truncation.
 
-With its extensions off this is the same state machine as Jason Gustafson's TLA+ model of Kafka
-replication (modules KafkaReplication, KafkaTruncateToHighWatermark, Kip101, Kip279,
-Kip320FirstTry and Kip320): TLC and kafkamc explore the same distinct states to the same depth
+With ``model=tla`` and its extensions off this is the same state machine as Jason Gustafson's
+TLA+ model of Kafka replication (modules KafkaReplication, KafkaTruncateToHighWatermark, Kip101,
+Kip279, Kip320FirstTry and Kip320): TLC and kafkamc explore the same distinct states to the same depth
 and generate the same number of successors. The parameter ``truncation`` picks the follower
 truncation rule:
 
@@ -13,7 +13,21 @@ truncation rule:
   and truncating lazily; model checking showed it unsafe (the KIP's Rejected Alternatives);
 - ``kip320``: KIP-320 (KAFKA-7395, KAFKA-7164, 2.1): fetch, truncation, high watermark advance
   and ISR changes are fenced by the current leader epoch, and the ISR only admits followers that
-  reached the start of the leader's epoch (KAFKA-7128).
+  reached the start of the leader's epoch (KAFKA-7128). Each rule is a flag: ``fetch_fencing``,
+  ``truncation_fencing``, ``kafka_7164`` and ``isr_join``;
+- ``fetch``: truncate on fetch (KAFKA-10487, 2.7; KAFKA-10554, 2.8): no truncation on becoming
+  follower; a fetch carries the epoch of the follower's last record and a leader whose log
+  diverges there answers a divergingEpoch, on which the follower truncates. ``kafka_14704``
+  (3.5): it does not apply the leader's high watermark before truncating.
+
+Kafka's rules and the TLA+ model's. Where the TLA+ model departs from Kafka, a flag chooses and
+defaults to Kafka's rule: ``keep_last_isr`` (the controller never empties the ISR),
+``leaderless_ok`` (``leader-in-isr`` holds without a leader), ``restart_epoch`` (a restarted
+broker takes the current leader epoch, onBrokerStartup), ``epoch_cache`` (KIP-101 and KIP-279
+truncation on the leader-epoch cache, as LeaderEpochFileCache and AbstractFetcherThread do) and
+``isr_join=leso``. ``model=tla`` sets their defaults to the TLA+ model's choices and turns off
+``track_visible``, the history variable of ``visible-prefix-stable``; with it the spec is the
+TLA+ model (docs/replication.md lists every flag and verdict).
 
 The controller has no state of its own: it writes the quorum (ZooKeeper) partition state and
 adds a LeaderAndIsr request to a set that only grows. A replica may act on any request in the set
@@ -285,7 +299,10 @@ def _epoch_cache(log: Log) -> list[tuple[int, int]]:
 
 
 def _end_offset_for(cache: list[tuple[int, int]], end: int, epoch: int) -> tuple[int, int] | None:
-    """LeaderEpochFileCache.endOffsetFor since KIP-279: (largest epoch <= epoch, its end offset), or None (undefined)."""
+    """LeaderEpochFileCache.endOffsetFor since KIP-279: (largest epoch <= epoch, its end offset), or None.
+
+    None is UNDEFINED_EPOCH_OFFSET: an empty cache, or an epoch past the latest.
+    """
     if not cache:
         return None
     if epoch == cache[-1][0]:
@@ -494,7 +511,8 @@ class Replication(Spec):
     name = "replication"
     description = (
         "One partition's replication: LeaderAndIsr, ISR changes, high watermark, follower truncation "
-        "(hw, KIP-101, KIP-279, KIP-320), crashes, unclean election, acks"
+        "(hw, KIP-101, KIP-279, KIP-320, truncate on fetch), crashes, unclean election, acks; Kafka's rules "
+        "by default, the TLA+ model's with model=tla"
     )
     parameters = (
         Param("replicas", 2, "number of replicas (ids r1..rN)", min=1, max=_MAX_REPLICAS),
@@ -548,7 +566,7 @@ class Replication(Spec):
         Param(
             "fetch_fencing",
             True,
-            "kip320: a fetch carries the follower's current leader epoch and a leader on another epoch "
+            "kip320, fetch: a fetch carries the follower's current leader epoch and a leader on another epoch "
             "fences it, so the hw and the ISR count only followers on its epoch (KIP-320, KAFKA-7395)",
         ),
         Param(
@@ -560,12 +578,13 @@ class Replication(Spec):
         Param(
             "kafka_7164",
             True,
-            "kip320: a follower truncates on every leader-epoch change, even when the leader stays the same (KAFKA-7164)",
+            "kip320: a follower truncates on every leader-epoch change, even when the leader stays the same "
+            "(KAFKA-7164)",
         ),
         Param(
             "isr_join",
             "leso",
-            "kip320 ISR join: leso: follower LEO >= leader epoch start offset and >= hw "
+            "kip320, fetch ISR join: leso: follower LEO >= leader epoch start offset and >= hw "
             "(Partition.isFollowerInSync, KAFKA-7128); hw-epoch: the leader's hw reached its epoch "
             "(Kip320.tla); hw: LEO >= hw only (the KAFKA-7128 bug); model=tla: hw-epoch",
             choices=ISR_JOIN_RULES,
@@ -649,7 +668,9 @@ class Replication(Spec):
                 best_key = key
                 best = (logs, hw, rs, requests, ids[s.quorum_leader], qisr, down)
         logs, hw, rs, requests, qld, qisr, down = best
-        return ReplicationState(logs, hw, rs, s.next_record_id, requests, qld, qisr, down, s.crashes, s.acked, s.visible)
+        return ReplicationState(
+            logs, hw, rs, s.next_record_id, requests, qld, qisr, down, s.crashes, s.acked, s.visible
+        )
 
     # -- controller ------------------------------------------------------------------------
 
@@ -1191,7 +1212,7 @@ class Replication(Spec):
     @action
     @_tracking
     def follower_truncate(p, s):
-        """kip320-first-try, and fetch without ``kafka_14704``: a follower whose log diverges from its leader's truncates.
+        """kip320-first-try, and fetch without ``kafka_14704``: a follower that diverges from its leader truncates.
 
         The first KIP-320 design truncated on a fetch error (the last fetched epoch did not
         match the leader's) rather than on becoming follower; the truncation point is KIP-279's.
