@@ -388,7 +388,7 @@ def test_a_bundled_spec_at_tlc_parity(tmp_path, capsys):
     config = write(tmp_path, """
     [checks.replication-kip320]
     spec = "replication"
-    params = { truncation = "kip320", replicas = 2, log_size = 2, max_records = 2, max_leader_epoch = 2 }
+    params = { model = "tla", truncation = "kip320", replicas = 2, log_size = 2, max_records = 2, max_leader_epoch = 2 }
     invariants = ["strong-isr", "weak-isr"]
     expect = "hold"
     distinct_states = 5973

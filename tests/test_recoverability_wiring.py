@@ -25,7 +25,7 @@ def test_every_bundled_spec_declares_one():
         "controller": ["controller-can-recover"],
         "group": ["group-can-stabilise"],
         "transactions": ["lso-can-advance", "producer-can-write"],
-        "replication": ["partition-can-recover"],
+        "replication": ["partition-can-recover", "isr-can-recover"],
     }
     for spec, names in expected.items():
         assert [p.name for p in load_spec_class(spec).recoverability_properties()] == names
