@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 
+from kafkamc.checker.graph import check_recoverability
 from kafkamc.checker.liveness import check_liveness, judge_lasso, resolve_fairness
 from kafkamc.checker.local import explore
 from kafkamc.cli.main import main
 from kafkamc.invariants.api import invariant, property_of
 from kafkamc.invariants.group import group_settled, rebalance_in_progress
+from kafkamc.invariants.recoverability import group_can_stabilise
 from kafkamc.invariants.temporal import formula_of
 from kafkamc.spec.group import ClientState, Group, GroupState
 
@@ -112,3 +114,14 @@ def test_cli_json_lasso_replays(capsys, tmp_path):
     code = main(["trace", "replay", str(tmp_path / f"group-{NAME}.itf.json")])
     replayed = capsys.readouterr().out
     assert code == 0 and replayed.splitlines()[-1] == "reproduced", replayed
+
+
+def test_recoverability_sees_kafka_12890_only_when_every_consumer_hangs():
+    # AG EF good: from a state with one hung leader the group can still settle (the other consumer
+    # may leave, after which the rebalance timeout drops the hung member); only when both hang
+    # is nothing left that could move. Liveness under fairness is what finds the single hang.
+    rec = [property_of(group_can_stabilise)]
+    assert check_recoverability(Group(**SMALL), (), rec).result == "ok"
+    r = check_recoverability(Group(pending_sync_timeout=False, **SMALL), (), rec)
+    assert r.result == "violation" and r.violated == "group-can-stabilise"
+    assert [s.action.split("(")[0] for s in r.trace.steps[-2:]] == ["HangBeforeSync", "HangBeforeSync"]

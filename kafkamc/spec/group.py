@@ -23,6 +23,10 @@ Modelling choices (each an abstraction of time, never of a check Kafka makes):
   arrived are removed and the group rebalances, although they may still heartbeat (KAFKA-10134
   let heartbeats through in CompletingRebalance). A follower's SyncGroup is applied once the
   group is Stable, so until then every follower counts as not yet synced.
+  ``pending_sync_timeout=false`` is Kafka before that fix (2.7.0-2.8.0); ``sync_hangs`` lets a
+  consumer that received its JoinGroup response never send SyncGroup while its heartbeat thread
+  goes on, which then keeps the group in CompletingRebalance forever (KAFKA-12890; liveness
+  property ``group-eventually-stable``, checked under the fairness declared on ``Group``).
 * Committed offsets (``records`` per partition, ``__consumer_offsets``): a consumer processes the
   record at its position of a partition it owns, commits its positions with OffsetCommit
   (generation and member id checked, see ``commit_check``), and on receiving a partition starts
