@@ -125,3 +125,12 @@ def test_recoverability_sees_kafka_12890_only_when_every_consumer_hangs():
     r = check_recoverability(Group(pending_sync_timeout=False, **SMALL), (), rec)
     assert r.result == "violation" and r.violated == "group-can-stabilise"
     assert [s.action.split("(")[0] for s in r.trace.steps[-2:]] == ["HangBeforeSync", "HangBeforeSync"]
+
+
+def test_kafka_9801_never_settles_and_its_fix_does():
+    static = dict(consumers=1, static=1, records=0)
+    assert check(Group(**static)).result == "ok"
+    r = check(Group(static_rejoin="replace-2.4", **static))
+    assert r.result == "violation" and r.trace.loop_action is None
+    stuck = states_of(r)[-1]
+    assert stuck.group == GroupState.STABLE and all(not m.assignment for m in stuck.members)
