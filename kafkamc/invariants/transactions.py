@@ -11,17 +11,21 @@ producer state per producer id, and after a rotation (KIP-360) two ids share a l
 from __future__ import annotations
 
 from kafkamc.invariants.api import action_property, invariant
+from kafkamc.invariants.temporal import leads_to, liveness
 
 __all__ = [
     "atomicity", "client_commit_truth", "zombie_fencing", "no_hanging_transaction",
     "no_cross_transaction_leak", "read_committed_isolation", "valid_coordinator_transitions",
-    "no_duplicate_append", "commit_by_own_end_txn",
+    "no_duplicate_append", "commit_by_own_end_txn", "init_producer_id_succeeds",
+    "producer_awaits_epoch", "every_producer_has_epoch", "open_transaction_closes", "transaction_open",
+    "no_transaction_open",
 ]
 
 # EntryKind and TxnState values of kafkamc.spec.transactions (IntEnums compare equal to ints;
 # importing the spec module here would be circular).
 _DATA, _COMMIT, _ABORT = 0, 1, 2
-_ONGOING, _PREPARE_COMMIT, _PREPARE_ABORT, _COMPLETE_COMMIT = 1, 2, 3, 4
+_EMPTY, _ONGOING, _PREPARE_COMMIT, _PREPARE_ABORT, _COMPLETE_COMMIT, _COMPLETE_ABORT = 0, 1, 2, 3, 4, 5
+_NOT_STARTED = 0  # kafkamc.spec.transactions.ClientState.NotStarted
 
 
 def _closing_markers(log):
@@ -240,3 +244,75 @@ def valid_coordinator_transitions(p, s, label, t) -> bool:
             return True
     table = VALID_PREVIOUS_TV2 if p.version == "tv2" else VALID_PREVIOUS
     return a.log_state in table[b.log_state]
+
+
+# -- liveness under fairness (issue 14) ------------------------------------------------------------
+# The fairness these are judged under is declared, with its reasons, on the spec class.
+
+
+def producer_awaits_epoch(p, s) -> bool:
+    """Some producer instance has not yet got a producer id and epoch from InitProducerId.
+
+    Instances start in order (instance k+1 only after instance k got its epoch), so this is the
+    first instance still NotStarted; the model answers InitProducerId in the step that sends it,
+    and an instance answered CONCURRENT_TRANSACTIONS (the coordinator is fencing its zombie's
+    transaction) stays NotStarted and retries.
+    """
+    return any(pr.state == _NOT_STARTED for pr in s.producers)
+
+
+def every_producer_has_epoch(p, s) -> bool:
+    """Every producer instance got its producer id and epoch, or the model's bound on producer ids
+    is spent: the epoch is exhausted (>= ``max_epoch - 1``) with no transaction open at the
+    coordinator and no id left to rotate to (Kafka has 2^63 ids; the model ``producer_ids``)."""
+    if not producer_awaits_epoch(p, s):
+        return True
+    c = s.coordinator
+    return (c.state in (_EMPTY, _COMPLETE_COMMIT, _COMPLETE_ABORT) and not c.fencing and not c.appending
+            and c.producer_epoch >= p.max_epoch - 1 and c.pid >= p.producer_ids)
+
+
+@liveness(
+    "init-producer-id-succeeds",
+    "a producer instance that calls initTransactions() eventually gets its producer id and epoch "
+    "(InitProducerId succeeds), however its zombie's transaction is fenced",
+)
+def init_producer_id_succeeds():
+    """KIP-98's InitProducerId, KAFKA-6119's PrepareEpochFence, KAFKA-9666 and KIP-360.
+
+    When an older instance's transaction is Ongoing, InitProducerId first fences it (a bumped
+    epoch, PrepareEpochFence, then an abort through the transaction log) and answers
+    CONCURRENT_TRANSACTIONS; the client retries until the abort is complete. Before KAFKA-9666
+    every fence whose log append failed left one more bumped epoch behind, so the retries could
+    exhaust the epoch (Short.MaxValue, ``max_epoch``): no fence is then possible, the transaction
+    is never aborted and InitProducerId never succeeds. Bound: a rotation that needs a producer id
+    beyond ``producer_ids`` counts as success.
+    """
+    return leads_to(producer_awaits_epoch, every_producer_has_epoch)
+
+
+def transaction_open(p, s) -> bool:
+    """Some data partition has an open transaction: its LSO is below its high watermark."""
+    return any(pe.txn_first_offset >= 0 for d in s.partitions for pe in d.producers)
+
+
+def no_transaction_open(p, s) -> bool:
+    """No data partition has an open transaction: every LSO equals its high watermark."""
+    return not transaction_open(p, s)
+
+
+@liveness(
+    "open-transaction-closes",
+    "every transaction open on a data partition is eventually closed by its marker, so the last stable offset "
+    "eventually reaches the high watermark (even if the producer stops)",
+)
+def open_transaction_closes():
+    """KIP-98's LSO under the coordinator's transaction timeout (transaction.timeout.ms).
+
+    The liveness form of ``lso-can-advance``: not only can the LSO advance, under fairness it
+    does, whatever the producer does, since a transaction that stays Ongoing is aborted by the
+    coordinator. A hanging transaction (KAFKA-14402, tv1) and an epoch exhausted by failed fences
+    (KAFKA-9666) break it. No bound is excused (the model's client transactions are bounded, so a
+    correct version leaves no transaction open for ever).
+    """
+    return leads_to(transaction_open, no_transaction_open)

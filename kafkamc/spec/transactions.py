@@ -85,6 +85,8 @@ from kafkamc.invariants.transactions import (
     atomicity,
     client_commit_truth,
     commit_by_own_end_txn,
+    init_producer_id_succeeds,
+    open_transaction_closes,
     no_cross_transaction_leak,
     no_duplicate_append,
     no_hanging_transaction,
@@ -704,6 +706,23 @@ class Transactions(Spec):
     # One swim lane per producer instance and per data partition in the trace viewer.
     entities = {"producer": ("producers",), "partition": ("partitions",)}
     recoverability = (lso_can_advance, producer_can_write)
+    liveness = (init_producer_id_succeeds, open_transaction_closes)
+    # Fairness (check -l). Weak: the coordinator finishes what it started: a pending fence is
+    # aborted (FenceAbort), the marker channel delivers (WriteTxnMarkers), the transaction is
+    # completed (CompleteTransaction), and a transaction that stays Ongoing is aborted by the
+    # transaction timer (TimeoutTransaction: transaction.timeout.ms, which only has to fire when
+    # the transaction stays Ongoing and the coordinator free for ever); the network delivers what
+    # it holds (DeliverDelayed); a client retries InitProducerId after CONCURRENT_TRANSACTIONS and
+    # its epoch-bumping InitProducerId (InitProducerId, BumpEpoch; the model answers in the step
+    # that sends, so the first call and its retries are one action, and WF also means that each
+    # modelled instance does start). Strong: an append retried for ever eventually commits
+    # (AppendReplicated: the transaction log's ISR recovers; weak fairness would allow an append
+    # that fails every time it is tried). Not fair, nothing forces them: append failures,
+    # coordinator failovers, request timeouts (the "delayed" outcomes), and what the application
+    # decides: begin, produce, retry a batch, commit or abort.
+    weak_fairness = ("InitProducerId", "BumpEpoch", "FenceAbort", "WriteTxnMarkers", "CompleteTransaction",
+                     "TimeoutTransaction", "DeliverDelayed")
+    strong_fairness = ("AppendReplicated",)
     default_invariants = (
         "atomicity", "client-commit-truth", "zombie-fencing", "no-hanging-transaction",
         "no-cross-transaction-leak", "read-committed-isolation", "no-duplicate-append",
