@@ -33,12 +33,15 @@ def test_registry_and_defaults():
         "consumers": 2, "partitions": 2, "max_generation": 3, "max_session_expiries": 1,
         "records": 1, "protocol": "eager", "static": 0, "static_rejoin": "replace", "commit_check": "generation",
         "cooperative_assignor": "safe", "sticky_claims": "generation-aware",
+        "pending_sync_timeout": True, "sync_hangs": False,
     }
 
 
 def test_invariant_constants_match_the_spec_enums():
     assert ginv._FENCED == ClientState.FENCED and ginv._CLIENT_STABLE == ClientState.STABLE
     assert ginv._STABLE == GroupState.STABLE
+    assert (ginv._PREPARING, ginv._COMPLETING, ginv._DEAD) == (
+        GroupState.PREPARING_REBALANCE, GroupState.COMPLETING_REBALANCE, GroupState.DEAD)
 
 
 @pytest.mark.parametrize("params, message", [

@@ -7,6 +7,7 @@ repeated here as ints because the spec module imports this one (tests check they
 from __future__ import annotations
 
 from kafkamc.invariants.api import action_property, invariant
+from kafkamc.invariants.temporal import leads_to, liveness
 
 __all__ = [
     "no_double_assignment",
@@ -15,11 +16,15 @@ __all__ = [
     "stable_group_owns_every_partition",
     "committed_offsets_never_move_backwards",
     "no_reprocessing_of_committed_records",
+    "group_eventually_stable",
+    "rebalance_in_progress",
+    "group_settled",
 ]
 
 _FENCED = 5  # ClientState.FENCED
 _CLIENT_STABLE = 4  # ClientState.STABLE
 _STABLE = 3  # GroupState.STABLE
+_PREPARING, _COMPLETING, _DEAD = 1, 2, 4  # GroupState.PREPARING_REBALANCE, COMPLETING_REBALANCE, DEAD
 
 
 def _instance(p, k: int) -> int:
@@ -139,3 +144,43 @@ def no_reprocessing_of_committed_records(p, s, label, t) -> bool:
             if pos < s.done[q - 1]:
                 return False
     return True
+
+
+def rebalance_in_progress(p, s) -> bool:
+    """The group is in PreparingRebalance or CompletingRebalance."""
+    return s.group == _PREPARING or s.group == _COMPLETING
+
+
+def group_settled(p, s) -> bool:
+    """Stable, every member's consumer is STABLE in the group's generation, and together they own
+    every partition of the topic. Also counted as settled: the group was deleted on purpose
+    (Dead), or a rebalance waits for a join completion beyond ``max_generation``, the model's
+    bound (as in ``group-can-stabilise``). Nothing else is excused: CompletingRebalance never."""
+    if s.group == _DEAD:
+        return True
+    if s.group == _PREPARING:
+        return s.generation >= p.max_generation
+    if s.group != _STABLE or not s.members:
+        return False
+    owned: set[int] = set()
+    for m in s.members:
+        found = False
+        for c in s.clients:
+            if c.member_id == m.member_id and c.state == _CLIENT_STABLE and c.generation == s.generation:
+                owned.update(c.owned)
+                found = True
+        if not found:
+            return False
+    return len(owned) == p.partitions
+
+
+@liveness(
+    "group-eventually-stable",
+    "once a rebalance begins, the group eventually reaches Stable with every partition owned by a member",
+)
+def group_eventually_stable():
+    """PreparingRebalance or CompletingRebalance ~> settled (``group_settled``). Holds under the
+    spec's fairness because a member whose SyncGroup never comes is removed by the pending-sync
+    timer (KAFKA-12890's fix); with ``pending_sync_timeout=false`` its heartbeats keep it and the
+    group stays in CompletingRebalance forever."""
+    return leads_to(rebalance_in_progress, group_settled)

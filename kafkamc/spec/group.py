@@ -23,6 +23,10 @@ Modelling choices (each an abstraction of time, never of a check Kafka makes):
   arrived are removed and the group rebalances, although they may still heartbeat (KAFKA-10134
   let heartbeats through in CompletingRebalance). A follower's SyncGroup is applied once the
   group is Stable, so until then every follower counts as not yet synced.
+  ``pending_sync_timeout=false`` is Kafka before that fix (2.7.0-2.8.0); ``sync_hangs`` lets a
+  consumer that received its JoinGroup response never send SyncGroup while its heartbeat thread
+  goes on, which then keeps the group in CompletingRebalance forever (KAFKA-12890; liveness
+  property ``group-eventually-stable``, checked under the fairness declared on ``Group``).
 * Committed offsets (``records`` per partition, ``__consumer_offsets``): a consumer processes the
   record at its position of a partition it owns, commits its positions with OffsetCommit
   (generation and member id checked, see ``commit_check``), and on receiving a partition starts
@@ -61,6 +65,7 @@ from kafkamc.errors import UsageError
 from kafkamc.invariants.recoverability import group_can_stabilise
 from kafkamc.invariants.group import (
     committed_offsets_never_move_backwards,
+    group_eventually_stable,
     no_double_assignment,
     no_double_ownership,
     no_reprocessing_of_committed_records,
@@ -153,6 +158,7 @@ class Client:
     pending: frozenset[int]  # AWAITING_SYNC: the assignment in the SyncGroup response in flight
     positions: frozenset[tuple[int, int]]  # (partition, next offset to process) per owned partition
     stalled: bool  # paused (a long GC pause): sends nothing, its heartbeats stop
+    hung: bool  # its application thread stopped before SyncGroup; its heartbeat thread runs (KAFKA-12890)
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,12 +236,12 @@ def _prepare(g: GroupState) -> GroupState:
 def _lost(c: Client, state: ClientState, member_id: int) -> Client:
     """resetGenerationOnResponseError: the generation is gone and so are the partitions
     (onPartitionsLost, KIP-429); KAFKA-13419 keeps the member id on ILLEGAL_GENERATION."""
-    return Client(state, member_id, -1, NOTHING, c.memo, c.memo_generation, NOTHING, POSITIONS, c.stalled)
+    return Client(state, member_id, -1, NOTHING, c.memo, c.memo_generation, NOTHING, POSITIONS, c.stalled, c.hung)
 
 
 def _fenced(c: Client) -> Client:
     return Client(_FENCED, c.member_id, c.generation, c.owned, c.memo, c.memo_generation, NOTHING,
-                  c.positions, c.stalled)
+                  c.positions, c.stalled, c.hung)
 
 
 def _without(s: GroupModel, i: int) -> list[tuple[int, tuple[Member, ...]]]:
@@ -303,13 +309,13 @@ def _join(p: Params, s: GroupModel, k: int, c: Client, label: str):
                     late = g == _CR
                     m = Member(new_id, inst, claimed, claim_gen, old.assignment, 0, not late, late)
                     nc = Client(_C_CR, new_id, s.generation, c.owned, c.memo, c.memo_generation, NOTHING,
-                                c.positions, c.stalled)
+                                c.positions, c.stalled, c.hung)
                     ng = g
                 else:
                     # KAFKA-9801 (2.6): in CompletingRebalance the replacement forces a rebalance.
                     m = Member(new_id, inst, claimed, claim_gen, old.assignment, k, False, False)
                     nc = Client(_C_PR, 0, c.generation, c.owned, c.memo, c.memo_generation, NOTHING,
-                                c.positions, c.stalled)
+                                c.positions, c.stalled, c.hung)
                     ng = _PR
                 members = tuple(sorted(_set(members, si, m), key=lambda x: x.member_id))
                 clients = _set(clients, k - 1, nc)
@@ -322,7 +328,7 @@ def _join(p: Params, s: GroupModel, k: int, c: Client, label: str):
             # id (updateMemberAndRebalance); a parked JoinGroup of the old process is orphaned.
             m = Member(old.member_id, inst, claimed, claim_gen, old.assignment, k, False, old.late)
             nc = Client(_C_PR, 0, c.generation, c.owned, c.memo, c.memo_generation, NOTHING,
-                        c.positions, c.stalled)
+                        c.positions, c.stalled, c.hung)
             yield (f"{label} -> static member m{old.member_id} reused",
                    GroupModel(_prepare(g), s.generation, s.leader, _set(members, si, m),
                               _set(clients, k - 1, nc), s.stalls, s.committed, s.done))
@@ -332,7 +338,7 @@ def _join(p: Params, s: GroupModel, k: int, c: Client, label: str):
         m = Member(new_id, inst, claimed, claim_gen, NOTHING, k, False, False)
         members = tuple(sorted(members + (m,), key=lambda x: x.member_id))
         nc = Client(_C_PR, 0, c.generation, c.owned, c.memo, c.memo_generation, NOTHING,
-                    c.positions, c.stalled)
+                    c.positions, c.stalled, c.hung)
         yield (f"{label} -> new member m{new_id}",
                GroupModel(_prepare(g), s.generation, s.leader or new_id, members,
                           _set(clients, k - 1, nc), s.stalls, s.committed, s.done))
@@ -346,13 +352,13 @@ def _join(p: Params, s: GroupModel, k: int, c: Client, label: str):
     if g != _PR and same and not (g == _ST and s.leader == old.member_id):
         # A follower with unchanged metadata gets the current generation back, no rebalance.
         nc = Client(_C_CR, c.member_id, s.generation, c.owned, c.memo, c.memo_generation, NOTHING,
-                    c.positions, c.stalled)
+                    c.positions, c.stalled, c.hung)
         yield (f"{label} -> current generation {s.generation}", _client(s, k, nc))
         return
     # updateMemberAndRebalance: new metadata, or the leader rejoining, or a rebalance under way.
     m = Member(old.member_id, old.instance, claimed, claim_gen, old.assignment, k, False, old.late)
     nc = Client(_C_PR, c.member_id, c.generation, c.owned, c.memo, c.memo_generation, NOTHING,
-                c.positions, c.stalled)
+                c.positions, c.stalled, c.hung)
     yield (f"{label} -> m{old.member_id} parked",
            GroupModel(_prepare(g), s.generation, s.leader, _set(members, i, m),
                       _set(clients, k - 1, nc), s.stalls, s.committed, s.done))
@@ -363,7 +369,7 @@ def _rejoin(p: Params, s: GroupModel, k: int, c: Client, label: str):
     members revoke every partition first; cooperative members keep them (KIP-429)."""
     if p.protocol == "eager":
         c = Client(c.state, c.member_id, c.generation, NOTHING, c.memo, c.memo_generation, NOTHING,
-                   POSITIONS, c.stalled)
+                   POSITIONS, c.stalled, c.hung)
     yield from _join(p, s, k, c, f"{label} -> REBALANCE_IN_PROGRESS; JoinGroup(c{k})")
 
 
@@ -381,10 +387,10 @@ def _apply_assignment(p: Params, s: GroupModel, c: Client, assignment: frozenset
     positions = _positions(s, c, assignment)
     if p.protocol == "eager":
         return Client(_C_ST, c.member_id, c.generation, assignment, assignment, c.generation, NOTHING,
-                      positions, c.stalled)
+                      positions, c.stalled, c.hung)
     revoked = c.owned - assignment
     state = _UNJOINED if revoked else _C_ST
-    return Client(state, c.member_id, c.generation, assignment, NOTHING, -1, NOTHING, positions, c.stalled)
+    return Client(state, c.member_id, c.generation, assignment, NOTHING, -1, NOTHING, positions, c.stalled, c.hung)
 
 
 def assignments(p: Params, members: tuple[Member, ...]) -> list[tuple[frozenset[int], ...]]:
@@ -486,7 +492,7 @@ def _renamed(s: GroupModel, order: tuple[int, ...], parts: tuple[int, ...]) -> G
         c = s.clients[i]
         positions = frozenset((parts[q], pos) for q, pos in c.positions) if c.positions else c.positions
         clients.append(Client(c.state, rid(c.member_id), c.generation, ps(c.owned), ps(c.memo),
-                              c.memo_generation, ps(c.pending), positions, c.stalled))
+                              c.memo_generation, ps(c.pending), positions, c.stalled, c.hung))
     for m in sorted(s.members, key=lambda m: where[m.waiter - 1] if m.waiter else 0):
         rid(m.member_id)
     members = tuple(sorted(
@@ -537,6 +543,13 @@ class Group(Spec):
         Param("sticky_claims", "generation-aware", "previously owned partitions: "
               "generation-aware (KIP-341/KIP-792) or raw (before 2.3, KAFKA-7026)",
               choices=STICKY_CLAIMS),
+        Param("pending_sync_timeout", True, "the coordinator removes members whose SyncGroup did "
+              "not arrive within the rebalance timeout of CompletingRebalance although they "
+              "heartbeat (2.8.1, 3.0+: KAFKA-12890's fix); false: 2.7.0-2.8.0, where heartbeats keep "
+              "such a member and the group stays in CompletingRebalance forever (KAFKA-12890)"),
+        Param("sync_hangs", False, "a consumer may never send SyncGroup after its JoinGroup "
+              "response while its heartbeat thread keeps its session alive (the trigger of "
+              "KAFKA-12890)"),
     )
     # clients[k - 1] is consumer process k: one swim lane per client in the viewer, c1 in traces.
     entities = {"client": ("clients",)}
@@ -549,6 +562,19 @@ class Group(Spec):
         no_reprocessing_of_committed_records,
     )
     recoverability = (group_can_stabilise,)
+    liveness = (group_eventually_stable,)
+    # Fairness (check -l): what keeps running keeps running. A live consumer that must (re)join
+    # sends JoinGroup (join_group), its heartbeat thread keeps heartbeating and so learns of a
+    # rebalance or a lost generation (heartbeat), it sends its SyncGroup (sync_group) and the
+    # network delivers the leader's SyncGroup response (receive_sync_response); a stalled or hung
+    # consumer whose member the coordinator removed comes back (resume). The coordinator's timers
+    # fire: the rebalance timeout completes a join (complete_join), an unheartbeated session
+    # expires (session_expiry), the pending-sync timer removes members whose SyncGroup never came
+    # (pending_sync_expiry). Not fair, nothing forces them: LeaveGroup, stalls and hangs before
+    # SyncGroup, group deletion, and the application's processing and commits, which a rebalance
+    # does not wait for.
+    weak_fairness = ("join_group", "heartbeat", "sync_group", "receive_sync_response", "resume",
+                     "complete_join", "session_expiry", "pending_sync_expiry")
     default_invariants = (
         "no-double-assignment",
         "no-double-ownership",
@@ -569,7 +595,7 @@ class Group(Spec):
 
     @staticmethod
     def init_states(p: Params):
-        nobody = Client(_UNJOINED, 0, -1, NOTHING, NOTHING, -1, NOTHING, POSITIONS, False)
+        nobody = Client(_UNJOINED, 0, -1, NOTHING, NOTHING, -1, NOTHING, POSITIONS, False, False)
         zero = (0,) * p.partitions
         yield GroupModel(_E, 0, 0, (), (nobody,) * (p.consumers + p.static), 0, zero, zero)
 
@@ -625,7 +651,7 @@ class Group(Spec):
         if s.group == _DEAD:
             return
         for k, c in enumerate(s.clients, 1):
-            if (c.state != _C_ST and c.state != _C_CR) or c.stalled:
+            if (c.state != _C_ST and c.state != _C_CR) or c.stalled or c.hung:
                 continue
             label = f"Heartbeat(c{k})"
             i, err = _validate(p, s, k, c, label)
@@ -645,7 +671,7 @@ class Group(Spec):
         if s.group == _DEAD:
             return
         for k, c in enumerate(s.clients, 1):
-            if c.state != _C_CR or c.stalled:
+            if c.state != _C_CR or c.stalled or c.hung:
                 continue
             label = f"SyncGroup(c{k})"
             i, err = _validate(p, s, k, c, label)
@@ -678,7 +704,7 @@ class Group(Spec):
                                            m.waiter, m.synced, m.late)
                                     for j, m in enumerate(s.members))
                     nc = Client(_C_AS, c.member_id, c.generation, c.owned, c.memo, c.memo_generation, a[i],
-                                c.positions, c.stalled)
+                                c.positions, c.stalled, c.hung)
                     shown = ", ".join(f"m{m.member_id}:{bits(a[j])}" for j, m in enumerate(s.members))
                     yield (f"{label} leader assigns {shown}",
                            GroupModel(_ST, s.generation, s.leader, members, _set(s.clients, k - 1, nc),
@@ -699,9 +725,9 @@ class Group(Spec):
         if s.group == _DEAD:
             return
         for k, c in enumerate(s.clients, 1):
-            if instance_of(p, k) or c.member_id == 0 or c.state in (_C_PR, _C_AS, _FENCED) or c.stalled:
+            if instance_of(p, k) or c.member_id == 0 or c.state in (_C_PR, _C_AS, _FENCED) or c.stalled or c.hung:
                 continue
-            nc = Client(_UNJOINED, 0, -1, NOTHING, c.memo, c.memo_generation, NOTHING, POSITIONS, False)
+            nc = Client(_UNJOINED, 0, -1, NOTHING, c.memo, c.memo_generation, NOTHING, POSITIONS, False, False)
             i = _find(s.members, c.member_id)
             label = f"LeaveGroup(c{k}, m{c.member_id})"
             if i < 0:
@@ -721,13 +747,13 @@ class Group(Spec):
         if p.records == 0:
             return
         for k, c in enumerate(s.clients, 1):
-            if not c.positions or c.stalled or c.state == _FENCED:
+            if not c.positions or c.stalled or c.hung or c.state == _FENCED:
                 continue
             for q, pos in sorted(c.positions):
                 if pos < p.records:
                     positions = (c.positions - {(q, pos)}) | {(q, pos + 1)}
                     nc = Client(c.state, c.member_id, c.generation, c.owned, c.memo, c.memo_generation,
-                                c.pending, positions, c.stalled)
+                                c.pending, positions, c.stalled, c.hung)
                     yield f"Process(c{k}, p{q}, offset={pos})", _client(s, k, nc)
 
     @action
@@ -741,7 +767,7 @@ class Group(Spec):
         if s.group == _DEAD or p.records == 0:
             return
         for k, c in enumerate(s.clients, 1):
-            if not c.positions or c.state == _FENCED or c.stalled:
+            if not c.positions or c.state == _FENCED or c.stalled or c.hung:
                 continue
             i = _find(s.members, c.member_id)
             # A superseded static member's id is no longer a member, so i < 0 covers
@@ -769,22 +795,40 @@ class Group(Spec):
         if s.stalls >= p.max_session_expiries or s.group == _DEAD:
             return
         for k, c in enumerate(s.clients, 1):
-            if not c.stalled and c.member_id and _find(s.members, c.member_id) >= 0:
+            if not c.stalled and not c.hung and c.member_id and _find(s.members, c.member_id) >= 0:
                 nc = Client(c.state, c.member_id, c.generation, c.owned, c.memo, c.memo_generation,
-                            c.pending, c.positions, True)
+                            c.pending, c.positions, True, False)
                 yield f"Stall(c{k})", GroupModel(s.group, s.generation, s.leader, s.members,
                                                  _set(s.clients, k - 1, nc), s.stalls + 1, s.committed,
                                                  s.done)
 
     @action
-    def resume(p, s):
-        """The stalled consumer resumes, unaware of what happened meanwhile. Only once the
-        coordinator has removed its member: a stall that outlasts nothing is just a slow consumer,
-        which every interleaving already covers."""
+    def hang_before_sync(p, s):
+        """KAFKA-12890's trigger (``sync_hangs``): a consumer that received its JoinGroup response
+        never sends SyncGroup while its heartbeat thread (KIP-62) keeps heartbeating, which since
+        KAFKA-10134 (2.7) it may in CompletingRebalance. The cause is on the client (the leader's
+        application thread blocked in the assignor or a callback, a SyncGroup lost and not
+        retried) and outside the model; its consumer sends nothing else either (no LeaveGroup on
+        max.poll.interval.ms). It resumes, like a stall, once the coordinator removed its member."""
+        if not p.sync_hangs or (s.group != _CR and s.group != _ST):
+            return
         for k, c in enumerate(s.clients, 1):
-            if c.stalled and _find(s.members, c.member_id) < 0:
+            if c.state == _C_CR and not c.stalled and not c.hung and c.generation == s.generation:
+                i = _find(s.members, c.member_id)
+                if i >= 0 and not s.members[i].synced:
+                    nc = Client(c.state, c.member_id, c.generation, c.owned, c.memo, c.memo_generation,
+                                c.pending, c.positions, False, True)
+                    yield f"HangBeforeSync(c{k}, m{c.member_id})", _client(s, k, nc)
+
+    @action
+    def resume(p, s):
+        """The stalled (or hung) consumer resumes, unaware of what happened meanwhile. Only once
+        the coordinator has removed its member: a stall that outlasts nothing is just a slow
+        consumer, which every interleaving already covers."""
+        for k, c in enumerate(s.clients, 1):
+            if (c.stalled or c.hung) and _find(s.members, c.member_id) < 0:
                 nc = Client(c.state, c.member_id, c.generation, c.owned, c.memo, c.memo_generation,
-                            c.pending, c.positions, False)
+                            c.pending, c.positions, False, False)
                 yield f"Resume(c{k})", _client(s, k, nc)
 
     # -- coordinator ---------------------------------------------------------------------------
@@ -813,7 +857,7 @@ class Group(Spec):
             if m.waiter:
                 c = clients[m.waiter - 1]
                 clients[m.waiter - 1] = Client(_C_CR, m.member_id, gen, c.owned, c.memo, c.memo_generation,
-                                               NOTHING, c.positions, c.stalled)
+                                               NOTHING, c.positions, c.stalled, c.hung)
         clients_t = tuple(clients)
         members = tuple(Member(m.member_id, m.instance, m.claimed, m.claim_generation, NOTHING, 0, False, False)
                         for m in keep)
@@ -843,8 +887,11 @@ class Group(Spec):
     def pending_sync_expiry(p, s):
         """KAFKA-12890 (2.8.1, 3.0): the rebalance timeout after CompletingRebalance began expires
         with members that never sent SyncGroup (though they may heartbeat); they are removed and
-        the group rebalances. Heartbeats no longer keep such a member (KAFKA-10134 let them)."""
-        if s.group != _CR and s.group != _ST:
+        the group rebalances. Heartbeats no longer keep such a member (KAFKA-10134 let them).
+        ``pending_sync_timeout=false`` is 2.7.0-2.8.0, before the fix: only the session timeout
+        watches CompletingRebalance, and heartbeats reset it, so a member whose SyncGroup never
+        comes keeps the group in CompletingRebalance forever (KAFKA-12890)."""
+        if not p.pending_sync_timeout or (s.group != _CR and s.group != _ST):
             return
         pending = [m for m in s.members if not m.synced and not m.waiter]
         if not pending:
