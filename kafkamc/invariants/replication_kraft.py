@@ -1,9 +1,9 @@
 """Invariants of the ``replication-kraft`` spec, in Kafka's words.
 
-They are the safety properties of Jack Vanlightly's TLA+ model (``kafka_replication_v3_5``):
-LeaderCompletenessProperty, LeaderCandidateCompletenessProperty, ReplicationQuorumSupersetProperty,
-LogMatchingProperty, MetadataLogMatchingProperty, ConsistentReadProperty and
-NoCommittedRecordLostGlobally. The "true high watermark" is a ghost value: the highest high
+They are the safety properties of Jack Vanlightly's TLA+ models (``kafka_replication_v3_5`` and
+``kafka_replication_kip_966``): LeaderCompletenessProperty, LeaderCandidateCompletenessProperty,
+ReplicationQuorumSupersetProperty, LogMatchingProperty, MetadataLogMatchingProperty,
+ConsistentReadProperty, NoCommittedRecordLostGlobally and (KIP-966) MinIsrRecoveryQuorum. The "true high watermark" is a ghost value: the highest high
 watermark any leader ever reached, i.e. what consumers may have read.
 """
 
@@ -19,6 +19,7 @@ __all__ = [
     "metadata_log_matching",
     "consistent_read",
     "no_committed_record_lost",
+    "min_isr_recovery_quorum",
 ]
 
 _RUNNING = 3  # BrokerStatus.RUNNING; the spec module imports this one, not the other way round
@@ -41,19 +42,24 @@ def leader_completeness(p, s) -> bool:
     return len(log) + 1 >= s.true_hwm and all(_holds_value(log, v) for v in s.acked)
 
 
-@invariant("leader-candidate-completeness", "every running member of the controller's ISR has LEO >= the true HW")
+@invariant("leader-candidate-completeness",
+           "every running member of the controller's ISR (and ELR) has LEO >= the true HW")
 def leader_candidate_completeness(p, s) -> bool:
-    """Every replica the controller could elect (a running ISR member) holds the committed log."""
+    """Every replica the controller could elect (a running ISR or, KIP-966, ELR member) holds the
+    committed log."""
     if s.true_hwm <= 1:
         return True
-    return all(len(s.logs[b - 1]) + 1 >= s.true_hwm for b in s.partition.isr
+    return all(len(s.logs[b - 1]) + 1 >= s.true_hwm for b in s.partition.isr | s.partition.elr
                if s.brokers[b - 1].status == _RUNNING)
 
 
 @invariant("replication-quorum-superset",
            "a current leader's maximal ISR contains the controller's ISR (and equals its ISR with no AlterPartition)")
 def replication_quorum_superset(p, s) -> bool:
-    """KIP-497's rule: the ISR the leader commits over is a superset of the controller's ISR."""
+    """KIP-497's rule: the ISR the leader commits over is a superset of the controller's ISR.
+
+    With ELR (KIP-966) the candidates are the ISR and the ELR, and the rule holds only while the
+    leader's ISR is at min ISR (below it the high watermark does not advance)."""
     for b in range(1, len(s.brokers) + 1):
         md = s.metadata[b - 1]
         if s.role[b - 1] != _LEADER or md.leader_epoch != s.partition.leader_epoch:
@@ -61,7 +67,10 @@ def replication_quorum_superset(p, s) -> bool:
         pending = s.pending[b - 1].epoch > md.partition_epoch
         if not pending and md.maximal_isr != md.isr:
             return False
-        if not s.partition.isr <= md.maximal_isr:
+        if p.elr:
+            if len(md.isr) >= p.min_isr and not (s.partition.isr | s.partition.elr) <= md.maximal_isr:
+                return False
+        elif not s.partition.isr <= md.maximal_isr:
             return False
     return True
 
@@ -106,3 +115,13 @@ def consistent_read(p, s) -> bool:
 def no_committed_record_lost(p, s) -> bool:
     """NoCommittedRecordLostGlobally: catches a loss with no electable leader left to show it."""
     return all(any(_holds_value(log, v) for log in s.logs) for v in s.acked)
+
+
+@invariant("min-isr-recovery-quorum", "with no ISR and no ELR left, the last-known ELR names min ISR replicas")
+def min_isr_recovery_quorum(p, s) -> bool:
+    """MinIsrRecoveryQuorum (KIP-966): an unclean recovery would have min ISR replicas to choose
+    from, the last-known ELR."""
+    part = s.partition
+    if part.isr or part.elr:
+        return True
+    return len(part.last_known_elr) == p.min_isr

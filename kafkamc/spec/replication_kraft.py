@@ -58,6 +58,7 @@ from kafkamc.invariants.replication_kraft import (
     leader_completeness,
     log_matching,
     metadata_log_matching,
+    min_isr_recovery_quorum,
     no_committed_record_lost,
     replication_quorum_superset,
 )
@@ -121,6 +122,8 @@ class MetadataRecord:
 
     replicas: frozenset[int]
     isr: frozenset[int]
+    elr: frozenset[int]  # KIP-966 eligible leader replicas (empty without elr)
+    last_known_elr: frozenset[int]
     leader: int
     leader_epoch: int
     partition_epoch: int
@@ -132,6 +135,8 @@ class MetadataRecord:
 class ControllerPartition:
     replicas: frozenset[int]
     isr: frozenset[int]
+    elr: frozenset[int]  # KIP-966 eligible leader replicas (empty without elr)
+    last_known_elr: frozenset[int]
     leader: int
     leader_epoch: int
     partition_epoch: int
@@ -423,8 +428,16 @@ def _maybe_advance_hwm(n: _Next, s: KraftState, b: int, old_hwm: int, new_hwm: i
         _hwm_invariant_vars(n, s, b, old_hwm, new_hwm, positive)
 
 
+def _hwm_may_advance(p: Params, isr) -> bool:
+    """KIP-966: with ELR the high watermark advances only while the leader's ISR is at min ISR
+    (its maximal ISR need not cover the ELR below it)."""
+    return not (p.elr and p.elr_hw_needs_min_isr) or len(isr) >= p.min_isr
+
+
 def _update_hwm_on_change(p: Params, n: _Next, s: KraftState, b: int, md: PartitionMetadata) -> None:
     """MaybeUpdateHwmAndAckOnPartitionChange."""
+    if not _hwm_may_advance(p, md.isr):
+        return
     new_hwm = _commit_offset(s, b, md.maximal_isr, s.leo(b), s.followers[b - 1]) + 1
     _maybe_advance_hwm(n, s, b, s.hwm[b - 1], new_hwm, len(md.maximal_isr) >= p.min_isr)
 
@@ -441,62 +454,107 @@ def _reassignment_in_progress(s: KraftState) -> bool:
     return bool(s.partition.adding) or bool(s.partition.removing)
 
 
-def _apply_partition_change(n: _Next, replicas, leader, isr, leader_epoch, partition_epoch, adding, removing):
-    n.put("partition", ControllerPartition(replicas, isr, leader, leader_epoch, partition_epoch, adding, removing))
+def _apply_partition_change(p: Params, n: _Next, replicas, leader, isr, elr, leader_epoch, partition_epoch,
+                            adding, removing) -> None:
+    """ApplyPartitionChange: the controller's new partition state and its PartitionChangeRecord.
+
+    With ELR (KIP-966) the last-known ELR remembers ELR members that left it while the ISR is
+    below min ISR (the replicas an unclean recovery would need), and empties once it is not.
+    """
+    md = n.s.partition
+    if not p.elr or len(isr) >= p.min_isr:
+        last_known = frozenset()
+    else:
+        last_known = md.last_known_elr | (replicas & (md.elr - elr))
+    n.put("partition", ControllerPartition(replicas, isr, elr, last_known, leader, leader_epoch, partition_epoch,
+                                           adding, removing))
     n.put("metadata_log", n.s.metadata_log + (
-        MetadataRecord(replicas, isr, leader, leader_epoch, partition_epoch, adding, removing),))
+        MetadataRecord(replicas, isr, elr, last_known, leader, leader_epoch, partition_epoch, adding, removing),))
 
 
-def _no_leader_change(s: KraftState, new_isr, new_unfenced) -> bool:
-    leader = s.partition.leader
-    if leader == NO_LEADER and not (new_isr & new_unfenced):
-        return True
-    return leader in new_isr and leader in new_unfenced
+def _updated_elr(p: Params, md: ControllerPartition, proposed_isr, replicas) -> frozenset[int]:
+    """UpdateElr (KIP-966): with the ISR below min ISR, the ELR keeps its members and gains the
+    replicas that just left the ISR; with the ISR at min ISR or above it is empty."""
+    if not p.elr or len(proposed_isr) >= p.min_isr:
+        return frozenset()
+    return (md.elr & replicas) | ((md.isr & replicas) - proposed_isr)
 
 
-def _partition_on_broker_change(s: KraftState, new_isr, new_unfenced) -> Iterator[dict]:
-    """MaybeUpdatePartitionOnBrokerChange: each way the controller may change the partition,
-    as the changes to apply (TLC takes the first CASE arm that holds)."""
+def _partition_on_broker_change(p: Params, s: KraftState, new_isr, new_elr, new_unfenced) -> Iterator[tuple]:
+    """MaybeUpdatePartitionOnBrokerChange: each way the controller may change the partition, as
+    the arguments of the change to apply (None: no change). TLC takes the first CASE arm that holds."""
     md = s.partition
-    if _no_leader_change(s, new_isr, new_unfenced):
-        if new_isr == md.isr:
-            yield {}
+    leader = md.leader
+    if p.elr:
+        elr_candidates = sorted(new_elr & new_unfenced)
+        no_leader_change = (leader == NO_LEADER and not new_isr and not elr_candidates) or leader in new_isr
+    else:
+        no_leader_change = ((leader == NO_LEADER and not (new_isr & new_unfenced))
+                            or (leader in new_isr and leader in new_unfenced))
+    if no_leader_change:
+        if new_isr == md.isr and new_elr == md.elr:
+            yield None
         else:
-            yield _change(md.replicas, md.leader, new_isr, md.leader_epoch, md.partition_epoch + 1, md)
+            yield (md.replicas, leader, new_isr, new_elr, md.leader_epoch, md.partition_epoch + 1)
+        return
+    bump = (md.leader_epoch + 1, md.partition_epoch + 1)
+    if p.elr:
+        if new_isr:
+            for c in sorted(new_isr):
+                yield (md.replicas, c, new_isr, new_elr) + bump
+        elif elr_candidates:
+            # Elect from the ELR: the new leader moves from the ELR into the ISR.
+            for c in elr_candidates:
+                yield (md.replicas, c, new_isr | {c}, new_elr - {c}) + bump
+        else:
+            yield (md.replicas, NO_LEADER, new_isr, new_elr) + bump
         return
     candidates = sorted(new_isr & new_unfenced)
     if candidates:
         for c in candidates:
-            yield _change(md.replicas, c, new_isr, md.leader_epoch + 1, md.partition_epoch + 1, md)
+            yield (md.replicas, c, new_isr, new_elr) + bump
     else:
-        yield _change(md.replicas, NO_LEADER, new_isr, md.leader_epoch + 1, md.partition_epoch + 1, md)
+        yield (md.replicas, NO_LEADER, new_isr, new_elr) + bump
 
 
-def _change(replicas, leader, isr, leader_epoch, partition_epoch, md) -> dict:
-    return {"args": (replicas, leader, isr, leader_epoch, partition_epoch, md.adding, md.removing)}
-
-
-def _handle_fenced(s: KraftState, b: int) -> Iterator[tuple[frozenset, dict]]:
-    isr = s.partition.isr
-    new_isr = isr if len(isr) == 1 else isr - {b}
+def _handle_fenced(p: Params, s: KraftState, b: int) -> Iterator[tuple[frozenset, tuple | None]]:
+    """HandleBrokerFenced: the broker leaves the ISR (Kafka 3.5 keeps a last member; with ELR the
+    ISR may empty, its leavers going to the ELR) and any leadership."""
+    md = s.partition
+    if p.elr:
+        new_isr = md.isr - {b}
+    else:
+        new_isr = md.isr if len(md.isr) == 1 else md.isr - {b}
+    new_elr = _updated_elr(p, md, new_isr, md.replicas)
     new_unfenced = s.unfenced - {b}
-    for change in _partition_on_broker_change(s, new_isr, new_unfenced):
+    for change in _partition_on_broker_change(p, s, new_isr, new_elr, new_unfenced):
         yield new_unfenced, change
 
 
-def _handle_unfenced(s: KraftState, b: int) -> Iterator[tuple[frozenset, dict]]:
+def _handle_unfenced(p: Params, s: KraftState, b: int) -> Iterator[tuple[frozenset, tuple | None]]:
+    """HandleBrokerUnfenced: a partition with no leader may get one (from the ISR, or the ELR)."""
     new_unfenced = s.unfenced | {b}
     if s.partition.leader == NO_LEADER:
-        for change in _partition_on_broker_change(s, s.partition.isr, new_unfenced):
+        for change in _partition_on_broker_change(p, s, s.partition.isr, s.partition.elr, new_unfenced):
             yield new_unfenced, change
     else:
-        yield new_unfenced, {}
+        yield new_unfenced, None
 
 
-def _apply(n: _Next, unfenced: frozenset, change: dict) -> None:
+def _handle_unclean_broker(p: Params, s: KraftState, b: int) -> Iterator[tuple[frozenset, tuple | None]]:
+    """ProcessUncleanBroker (KIP-966): a broker that registers without the broker epoch it saved
+    at a clean shutdown may have lost data: it leaves the ISR and the ELR, whatever min ISR says."""
+    md = s.partition
+    new_unfenced = s.unfenced | {b}
+    for change in _partition_on_broker_change(p, s, md.isr - {b}, md.elr - {b}, new_unfenced):
+        yield new_unfenced, change
+
+
+def _apply(p: Params, n: _Next, unfenced: frozenset, change: tuple | None) -> None:
     n.put("unfenced", unfenced)
-    if change:
-        _apply_partition_change(n, *change["args"])
+    if change is not None:
+        md = n.s.partition
+        _apply_partition_change(p, n, *change, md.adding, md.removing)
 
 
 def _last_offset_for_epoch(s: KraftState, b: int, req_epoch: int, is_leader: bool) -> tuple[int, int]:
@@ -580,10 +638,12 @@ def broker_start(p: Params, s: KraftState, b: int):
     br = s.brokers[b - 1]
     if br.status not in (BrokerStatus.OFFLINE_CLEAN, BrokerStatus.OFFLINE_DIRTY):
         return
+    # With ELR (KIP-966) the broker registers with the broker epoch it saved on disk (0: none).
+    saved = br.broker_epoch if p.elr else 0
     n = _Next(s, {})
-    n.put("brokers", _set(s.brokers, b, Broker(BrokerStatus.STARTING, 0, s.next_incarnation, False)))
+    n.put("brokers", _set(s.brokers, b, Broker(BrokerStatus.STARTING, saved, s.next_incarnation, False)))
     n.put("role", _set(s.role, b, Role.NONE))
-    n.put("messages", s.messages | {Message(Kind.REGISTER_BROKER_REQUEST, b, CONTROLLER,
+    n.put("messages", s.messages | {Message(Kind.REGISTER_BROKER_REQUEST, b, CONTROLLER, broker_epoch=saved,
                                             incarnation_id=s.next_incarnation)})
     n.put("next_incarnation", s.next_incarnation + 1)
     yield f"BrokerStart(r{b}, incarnation={s.next_incarnation})", n.state()
@@ -852,6 +912,8 @@ def receive_fetch(p: Params, s: KraftState, b: int):
         followers = _set(s.followers[b - 1], m.source, Follower(m.fetch_offset, m.broker_epoch))
         old_hwm = s.hwm[b - 1]
         new_hwm = _commit_offset(s, b, md.maximal_isr, s.leo(b), followers) + 1
+        if not _hwm_may_advance(p, md.isr):
+            new_hwm = old_hwm
         _maybe_advance_hwm(n, s, b, old_hwm, new_hwm, True)
         n.put("followers", _set(s.followers, b, followers))
         records = (_log_entry(s, b, m.fetch_offset),) if m.fetch_offset < s.leo(b) else ()
@@ -917,6 +979,8 @@ def write_record(p: Params, s: KraftState, b: int):
         n = _Next(s, {})
         old_hwm = s.hwm[b - 1]
         new_hwm = _commit_offset(s, b, md.maximal_isr, leo + 1, s.followers[b - 1]) + 1
+        if not _hwm_may_advance(p, md.isr):
+            new_hwm = old_hwm
         n.put("logs", _set(s.logs, b, s.logs[b - 1] + (Record(md.leader_epoch, leo, v),)))
         if new_hwm > old_hwm:
             n.put("hwm", _set(s.hwm, b, new_hwm))
@@ -928,40 +992,56 @@ def write_record(p: Params, s: KraftState, b: int):
 
 
 def _shutdown(p: Params, s: KraftState, b: int, unclean: bool):
+    """UncleanShutdown (the disk is lost) or CleanShutdown; the controller fences the broker.
+
+    With ELR (KIP-966) the broker writes its broker epoch to disk at a clean shutdown, and a
+    shutdown may also be unclean without losing this partition's data (no epoch written); without
+    ELR the broker always registers again with no epoch.
+    """
     br = s.brokers[b - 1]
-    if br.status in (BrokerStatus.OFFLINE_CLEAN, BrokerStatus.OFFLINE_DIRTY):
-        return
     if unclean:
         if s.unclean_shutdowns >= p.unclean_shutdown_limit:
             return
         isr = s.partition.isr
         if p.avoid_last_replica_standing and b in isr and len(isr) == 1:
             return
-    elif s.clean_shutdowns >= p.clean_shutdown_limit:
+        saved_epochs = (0,)
+    else:
+        if s.clean_shutdowns >= p.clean_shutdown_limit:
+            return
+        saved_epochs = (0, br.broker_epoch) if p.elr else (0,)
+    if br.status in (BrokerStatus.OFFLINE_CLEAN, BrokerStatus.OFFLINE_DIRTY):
         return
-    for unfenced, change in _handle_fenced(s, b):
-        n = _Next(s, {})
-        status = BrokerStatus.OFFLINE_DIRTY if unclean else BrokerStatus.OFFLINE_CLEAN
-        n.put("brokers", _set(s.brokers, b, Broker(status, 0, 0, False)))
-        _drop_fetch_sessions(n, s, b)
-        n.put("role", _set(s.role, b, Role.NONE))
-        if unclean:
-            n.put("logs", _set(s.logs, b, ()))
-            n.put("hwm", _set(s.hwm, b, 1))
-            n.put("leso", _set(s.leso, b, NO_OFFSET))
-            n.put("unclean_shutdowns", s.unclean_shutdowns + 1)
-        else:
-            n.put("clean_shutdowns", s.clean_shutdowns + 1)
-        n.put("followers", _set(s.followers, b, tuple(BLANK_FOLLOWER for _ in s.brokers)))
-        n.put("pending", _set(s.pending, b, NO_PENDING))
-        if s.role[b - 1] == Role.LEADER and s.hwm[b - 1] < s.leo(b):
-            _fail_pending_writes(n, s, b)
-        _apply(n, unfenced, change)
-        n.put("registrations", _set(s.registrations, b, replace(s.registrations[b - 1], fenced=True)))
-        n.put("floor_offset", _set(s.floor_offset, b, INT_MAX))
-        leader = n.get("partition").leader
-        kind = "UncleanShutdown" if unclean else "CleanShutdown"
-        yield f"{kind}(r{b}, leader={_leader(leader)})", n.state()
+    for saved_epoch in saved_epochs:
+        for unfenced, change in _handle_fenced(p, s, b):
+            n = _Next(s, {})
+            status = BrokerStatus.OFFLINE_DIRTY if unclean else BrokerStatus.OFFLINE_CLEAN
+            n.put("brokers", _set(s.brokers, b, Broker(status, saved_epoch, 0, False)))
+            _drop_fetch_sessions(n, s, b)
+            n.put("role", _set(s.role, b, Role.NONE))
+            if unclean:
+                n.put("logs", _set(s.logs, b, ()))
+                n.put("hwm", _set(s.hwm, b, 1))
+                n.put("leso", _set(s.leso, b, NO_OFFSET))
+                n.put("unclean_shutdowns", s.unclean_shutdowns + 1)
+            else:
+                n.put("clean_shutdowns", s.clean_shutdowns + 1)
+            n.put("followers", _set(s.followers, b, tuple(BLANK_FOLLOWER for _ in s.brokers)))
+            n.put("pending", _set(s.pending, b, NO_PENDING))
+            if s.role[b - 1] == Role.LEADER and s.hwm[b - 1] < s.leo(b):
+                _fail_pending_writes(n, s, b)
+            _apply(p, n, unfenced, change)
+            n.put("registrations", _set(s.registrations, b, replace(s.registrations[b - 1], fenced=True)))
+            n.put("floor_offset", _set(s.floor_offset, b, INT_MAX))
+            leader = n.get("partition").leader
+            if unclean:
+                label = f"UncleanShutdown(r{b}, disk lost, leader={_leader(leader)})"
+            elif p.elr:
+                how = f"epoch {saved_epoch} saved" if saved_epoch else "no epoch saved"
+                label = f"CleanShutdown(r{b}, {how}, leader={_leader(leader)})"
+            else:
+                label = f"CleanShutdown(r{b}, leader={_leader(leader)})"
+            yield label, n.state()
 
 
 def _leader(leader: int) -> str:
@@ -982,15 +1062,18 @@ def receive_broker_registration(p: Params, s: KraftState, b: int):
         if m.source != b or not (reg.fenced or reg.incarnation_id == m.incarnation_id):
             continue
         epoch = s.next_broker_epoch + 1
-        for unfenced, change in _handle_unfenced(s, b):
+        unclean = p.elr and p.unclean_shutdown_detection and m.broker_epoch == 0
+        changes = _handle_unclean_broker(p, s, b) if unclean else _handle_unfenced(p, s, b)
+        for unfenced, change in changes:
             n = _Next(s, {})
+            _apply(p, n, unfenced, change)
             n.put("registrations", _set(s.registrations, b, Registration(False, epoch, m.incarnation_id)))
-            _apply(n, unfenced, change)
             _reply(n, s, m, Message(Kind.REGISTER_BROKER_RESPONSE, CONTROLLER, b, broker_epoch=epoch,
                                     incarnation_id=m.incarnation_id, metadata_offset=len(s.metadata_log)))
             n.put("next_broker_epoch", epoch)
             leader = n.get("partition").leader
-            yield f"ReceiveBrokerRegistration(r{b}, broker_epoch={epoch}, leader={_leader(leader)})", n.state()
+            how = ", unclean" if unclean else ""
+            yield f"ReceiveBrokerRegistration(r{b}, broker_epoch={epoch}{how}, leader={_leader(leader)})", n.state()
 
 
 def receive_alter_partition(p: Params, s: KraftState, b: int):
@@ -1008,16 +1091,18 @@ def receive_alter_partition(p: Params, s: KraftState, b: int):
         final_isr = req.isr - md.removing
         complete = (_reassignment_in_progress(s) and md.adding <= final_isr and len(final_isr) >= p.min_isr)
         if complete:
-            new = (md.replicas - md.removing, final_isr, md.leader_epoch + 1, md.partition_epoch + 1,
-                   frozenset(), frozenset())
+            final_replicas = md.replicas - md.removing
+            new = (final_replicas, final_isr, _updated_elr(p, md, final_isr, final_replicas),
+                   md.leader_epoch + 1, md.partition_epoch + 1, frozenset(), frozenset())
         else:
-            new = (md.replicas, req.isr, md.leader_epoch, md.partition_epoch + 1, md.adding, md.removing)
-        replicas, isr, leader_epoch, partition_epoch, adding, removing = new
+            new = (md.replicas, req.isr, _updated_elr(p, md, req.isr, md.replicas),
+                   md.leader_epoch, md.partition_epoch + 1, md.adding, md.removing)
+        replicas, isr, elr, leader_epoch, partition_epoch, adding, removing = new
         for leader in sorted(isr):
             if md.leader in isr and leader != md.leader:
                 continue
             n = _Next(s, {})
-            _apply_partition_change(n, replicas, leader, isr, leader_epoch, partition_epoch, adding, removing)
+            _apply_partition_change(p, n, replicas, leader, isr, elr, leader_epoch, partition_epoch, adding, removing)
             _reply(n, s, m, Message(Kind.ALTER_PARTITION_RESPONSE, CONTROLLER, b, replicas=replicas, isr=isr,
                                     leader=leader, leader_epoch=leader_epoch, partition_epoch=partition_epoch,
                                     alter=req))
@@ -1028,9 +1113,9 @@ def receive_alter_partition(p: Params, s: KraftState, b: int):
 def fence_broker(p: Params, s: KraftState, b: int):
     if s.fences >= p.fence_limit or s.registrations[b - 1].fenced:
         return
-    for unfenced, change in _handle_fenced(s, b):
+    for unfenced, change in _handle_fenced(p, s, b):
         n = _Next(s, {})
-        _apply(n, unfenced, change)
+        _apply(p, n, unfenced, change)
         n.put("registrations", _set(s.registrations, b, replace(s.registrations[b - 1], fenced=True)))
         n.put("fences", s.fences + 1)
         yield f"FenceBroker(r{b}, leader={_leader(n.get('partition').leader)})", n.state()
@@ -1039,9 +1124,9 @@ def fence_broker(p: Params, s: KraftState, b: int):
 def unfence_broker(p: Params, s: KraftState, b: int):
     if not s.registrations[b - 1].fenced or s.brokers[b - 1].status != BrokerStatus.RUNNING:
         return
-    for unfenced, change in _handle_unfenced(s, b):
+    for unfenced, change in _handle_unfenced(p, s, b):
         n = _Next(s, {})
-        _apply(n, unfenced, change)
+        _apply(p, n, unfenced, change)
         n.put("registrations", _set(s.registrations, b, replace(s.registrations[b - 1], fenced=False)))
         yield f"UnfenceBroker(r{b}, leader={_leader(n.get('partition').leader)})", n.state()
 
@@ -1063,10 +1148,11 @@ def reassign_partition(p: Params, s: KraftState):
             final_replicas = grown - removing
             final_isr = md.isr - removing
             if adding <= final_isr and len(final_isr) >= p.min_isr and final_replicas:
-                new = (final_replicas, final_isr, md.leader_epoch + 1, md.partition_epoch + 1, frozenset(), frozenset())
+                new = (final_replicas, final_isr, _updated_elr(p, md, final_isr, final_replicas),
+                       md.leader_epoch + 1, md.partition_epoch + 1, frozenset(), frozenset())
             else:
-                new = (grown, md.isr, md.leader_epoch, md.partition_epoch + 1, adding, removing)
-            replicas, isr, leader_epoch, partition_epoch, add, remove = new
+                new = (grown, md.isr, md.elr, md.leader_epoch, md.partition_epoch + 1, adding, removing)
+            replicas, isr, elr, leader_epoch, partition_epoch, add, remove = new
             # ValidReassignment's "adding or removing is not empty": TLC computes the successor
             # once per true disjunct.
             times = bool(adding) + bool(removing)
@@ -1074,7 +1160,7 @@ def reassign_partition(p: Params, s: KraftState):
                 if md.leader in isr and leader != md.leader:
                     continue
                 n = _Next(s, {})
-                _apply_partition_change(n, replicas, leader, isr, leader_epoch, partition_epoch, add, remove)
+                _apply_partition_change(p, n, replicas, leader, isr, elr, leader_epoch, partition_epoch, add, remove)
                 n.put("reassignments", s.reassignments + 1)
                 nxt = n.state()
                 for _ in range(times):
@@ -1128,6 +1214,16 @@ class ReplicationKraft(Spec):
         Param("maximal_isr", True,
               "KIP-497: while an AlterPartition is in flight the leader commits over the maximal ISR "
               "(current + proposed); false uses the proposed ISR at once"),
+        Param("elr", False,
+              "KIP-966 Eligible Leader Replicas: the ISR may empty, replicas that leave it below min ISR "
+              "stay electable in the ELR, the last-known ELR is kept; false is Kafka 3.5 (the TLA+ model "
+              "kafka_replication_kip_966 with true, kafka_replication_v3_5 with false)"),
+        Param("unclean_shutdown_detection", True,
+              "KIP-966 (with elr): a broker saves its broker epoch at a clean shutdown and one that "
+              "registers without it is removed from the ISR and the ELR; false trusts every restart"),
+        Param("elr_hw_needs_min_isr", True,
+              "KIP-966 (with elr): the high watermark advances only while the leader's ISR is at min ISR; "
+              "false lets it advance over a smaller ISR"),
         Param("broker_epoch_check", True,
               "KIP-903: the controller checks the broker epochs in AlterPartition (the leader's and each "
               "added replica's); false is Kafka before KIP-903"),
@@ -1140,6 +1236,7 @@ class ReplicationKraft(Spec):
         metadata_log_matching,
         consistent_read,
         no_committed_record_lost,
+        min_isr_recovery_quorum,
     )
     entities = {"replica": ("brokers", "role", "metadata", "logs", "hwm", "leso", "followers", "pending",
                             "fetchers", "metadata_offset", "registrations", "floor_offset")}
@@ -1159,7 +1256,8 @@ class ReplicationKraft(Spec):
         isr = frozenset(range(1, p.init_isr_size + 1))
         partition_epoch = 1 if p.init_isr_size == p.replication_factor else 2
         unfenced = frozenset(everyone) - (replicas - isr)
-        record = MetadataRecord(replicas, isr, 1, 1, partition_epoch, frozenset(), frozenset())
+        none: frozenset[int] = frozenset()
+        record = MetadataRecord(replicas, isr, none, none, 1, 1, partition_epoch, none, none)
         blank_fetcher = Fetcher(NO_PARTITION, False)
 
         def metadata(b: int) -> PartitionMetadata:
@@ -1172,7 +1270,7 @@ class ReplicationKraft(Spec):
         yield KraftState(
             unfenced=unfenced,
             registrations=tuple(Registration(b not in unfenced, b, b) for b in everyone),
-            partition=ControllerPartition(replicas, isr, 1, 1, partition_epoch, frozenset(), frozenset()),
+            partition=ControllerPartition(replicas, isr, none, none, 1, 1, partition_epoch, none, none),
             metadata_log=(record,),
             brokers=tuple(Broker(BrokerStatus.RUNNING, b, b, True) for b in everyone),
             fetchers=tuple(tuple(Fetcher(FetchPartition(1, 0, False), False) if b != 1 and c == 1 else blank_fetcher
