@@ -1,4 +1,4 @@
-"""One partition's replication with a KRaft controller: AlterPartition, broker epochs, fetch.
+r"""One partition's replication with a KRaft controller: AlterPartition, broker epochs, fetch.
 
 The model follows Kafka 3.5 as Jack Vanlightly's TLA+ specification ``kafka_replication_v3_5``
 (Vanlightly/kafka-tlaplus) describes it, and explores the same state space: with the same
@@ -40,8 +40,22 @@ epoch and incarnation id, the floor offset of each leader's unacknowledged write
 already processed); like its VIEW, the ``view`` leaves them out of the fingerprint, so the first
 state found of each view is the one explored.
 
-Successors come out in TLC's order: per broker, the actions in the order of the TLA+ ``Next``,
-then reassignment; a choice among messages in TLC's order of records (see ``_message_order``).
+Successors come out in the order of the TLA+ ``Next`` (per broker, its actions in order, then
+reassignment), a choice among messages in a fixed order of their fields. Since the view leaves
+auxiliary values out, which state of a view is explored first could in principle change the
+counts; at the parity configuration they are the same with messages and actions in reverse order.
+
+Counted as TLC counts: TLC computes a successor once per disjunct that holds in an enabling
+condition (it splits ``\/`` in actions), so the successor of a leader that learns of a leader
+epoch bump (``PartitionNeedsAction``: "is leader" and "sees an epoch bump"), of a resent
+AlterPartition that is both in flight and processed (``__AvoidCycle``) and of a reassignment that
+both adds and removes (``ValidReassignment``) is generated twice, as TLC's "states generated"
+counts it.
+
+Kafka 3.5 against KIP-966 (``elr``): the TLA+ model ``kafka_replication_kip_966`` is this spec
+with ``elr=true`` and ``avoid_last_replica_standing=false`` (that model has no such limit; its
+``DataLossShutdownLimit`` and ``NoDataLossShutdownLimit`` are ``unclean_shutdown_limit`` and
+``clean_shutdown_limit``).
 """
 
 from __future__ import annotations
@@ -330,15 +344,20 @@ def _set2(t: tuple, b: int, c: int, value) -> tuple:
     return _set(t, b, _set(t[b - 1], c, value))
 
 
-# --------------------------------------------------------------------------------------------
-# TLC's order of values. TLC enumerates `\E m \in messages` in its normalised order of the set:
-# records compare first by their number of fields, then field by field in the order of their
-# sorted field names, each field's values by TLC's order (ints numerically, model values and
-# strings by name, sets by size then elementwise, sequences by length then elementwise).
+def _order_key(value):
+    """A total order on message values (sets as their sorted members), so that a choice among
+    messages comes out in the same order on every run."""
+    if isinstance(value, frozenset):
+        return tuple(sorted(_order_key(v) for v in value))
+    if isinstance(value, tuple):
+        return tuple(_order_key(v) for v in value)
+    if hasattr(value, "__dataclass_fields__"):
+        return tuple(_order_key(getattr(value, name)) for name in value.__dataclass_fields__)
+    return int(value)
 
 
 def _message_order(m: Message):
-    return m.kind, m.source, m.dest, m.fetch_offset
+    return _order_key(m)
 
 
 # --------------------------------------------------------------------------------------------
