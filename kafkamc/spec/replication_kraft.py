@@ -23,7 +23,16 @@ depth as TLC. The code is ours; the names are Kafka's.
   that lost its disk and restarted can be added back to the ISR on the strength of a fetch sent
   before the restart.
 - **Disk loss**: ``UncleanShutdown`` is a broker that stops and restarts with an empty log (and
-  no broker epoch); ``CleanShutdown`` keeps the log.
+  no broker epoch); ``CleanShutdown`` keeps the log. ``avoid_last_replica_standing`` (the TLA+
+  model's AvoidLastReplicaStanding) leaves out the disk loss of the last ISR member, Kafka 3.5's
+  known loss of committed data that KIP-966 addresses.
+- **Eligible Leader Replicas** (KIP-966, ``elr``): the ISR may shrink to empty; while it is below
+  min ISR, a replica that leaves it (fenced, or dropped by AlterPartition) joins the ELR and stays
+  electable; the last-known ELR keeps the replicas an unclean recovery would need. Two rules of
+  the KIP are flags of their own: ``unclean_shutdown_detection`` (a broker saves its broker epoch
+  at a clean shutdown and registers with it; one that registers without it may have lost data
+  and leaves the ISR and the ELR) and ``elr_hw_needs_min_isr`` (the high watermark advances only
+  while the leader's ISR is at min ISR, since its maximal ISR need not contain the ELR).
 - **Fetch** (KIP-595 style truncation, KIP-320): a follower fetches with its leader epoch, fetch
   offset and last fetched epoch; the leader answers with the next record, or the diverging epoch
   (``OffsetsForLeaderEpoch`` semantics) and the follower truncates, or an epoch error.
@@ -1210,7 +1219,7 @@ BROKER_ACTIONS = (
 class ReplicationKraft(Spec):
     name = "replication-kraft"
     description = ("one partition's replication with a KRaft controller: AlterPartition (KIP-497), broker epochs "
-                   "(KIP-903), fetch with diverging epochs, disk loss; TLC parity with the public TLA+ model")
+                   "(KIP-903), disk loss, Eligible Leader Replicas (KIP-966); TLC parity with the public TLA+ model")
     parameters = (
         Param("brokers", 2, "BrokerCount: brokers 1..n (more than replication_factor allows reassignment)",
               min=1, max=4),
@@ -1244,8 +1253,8 @@ class ReplicationKraft(Spec):
               "KIP-966 (with elr): the high watermark advances only while the leader's ISR is at min ISR; "
               "false lets it advance over a smaller ISR"),
         Param("broker_epoch_check", True,
-              "KIP-903: the controller checks the broker epochs in AlterPartition (the leader's and each "
-              "added replica's); false is Kafka before KIP-903"),
+              "KIP-903: the controller checks the broker epoch AlterPartition names for each replica it "
+              "adds to the ISR (the one it fetched with); false is Kafka before KIP-903"),
     )
     invariants = (
         leader_completeness,
