@@ -173,3 +173,10 @@ def test_parity_does_not_hang_on_the_order_of_messages_or_actions(monkeypatch):
     monkeypatch.setattr(module, "BROKER_ACTIONS", tuple(reversed(module.BROKER_ACTIONS)))
     r = check(**PARITY)
     assert (r.result, r.distinct_states, r.states_generated, r.depth) == ("ok", TLC_DISTINCT, TLC_GENERATED, TLC_DEPTH)
+
+
+def test_mirrored_enum_values_match_the_spec():
+    from kafkamc.invariants import replication_kraft as inv
+    from kafkamc.spec.replication_kraft import BrokerStatus
+
+    assert (inv._RUNNING, inv._LEADER) == (BrokerStatus.RUNNING, Role.LEADER)

@@ -3,8 +3,9 @@
 They are the safety properties of Jack Vanlightly's TLA+ models (``kafka_replication_v3_5`` and
 ``kafka_replication_kip_966``): LeaderCompletenessProperty, LeaderCandidateCompletenessProperty,
 ReplicationQuorumSupersetProperty, LogMatchingProperty, MetadataLogMatchingProperty,
-ConsistentReadProperty, NoCommittedRecordLostGlobally and (KIP-966) MinIsrRecoveryQuorum. The "true high watermark" is a ghost value: the highest high
-watermark any leader ever reached, i.e. what consumers may have read.
+ConsistentReadProperty, NoCommittedRecordLostGlobally and (KIP-966) MinIsrRecoveryQuorum. The
+"true high watermark" is a ghost value: the highest high watermark any leader ever reached, i.e.
+what consumers may have read.
 """
 
 from __future__ import annotations

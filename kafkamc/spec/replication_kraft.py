@@ -736,8 +736,9 @@ def receive_metadata_update(p: Params, s: KraftState, b: int):
             _become_leader(p, n, s, b, new, is_new_leader)
         elif b in new.replicas and rec.leader != NO_LEADER:
             if new.leader_epoch == cur.leader_epoch and cur.leader != b and new.leader != b:
-                # RemainFollower: unreachable (a follower acts only on a leader epoch bump)
-                raise AssertionError("RemainFollower reached")
+                # RemainFollower: unreachable, since a follower acts only on a leader epoch bump (the
+                # TLA+ model leaves aux_flo unspecified there, which TLC would report as an error).
+                raise ValueError(f"r{b} would remain follower in leader epoch {cur.leader_epoch}")
             _become_follower(p, n, s, b, new)
         elif b in new.replicas:
             _wait_for_leader_change(p, n, s, b, new)
@@ -968,14 +969,12 @@ def receive_fetch_response(p: Params, s: KraftState, b: int):
             n.put("fetchers", _set2(s.fetchers, b, m.source, Fetcher(replace(f.partition, delayed=True), False)))
             label = f"ReceiveFetchResponse(r{b}, from=r{m.source}, {m.error.name})"
         elif m.diverging:
-            log = s.logs[b - 1]
             truncate_to = _truncation_point(s, b, m.diverging)
             kept = tuple(_log_entry(s, b, o) for o in range(1, truncate_to)) if truncate_to > 1 else ()
             n.put("logs", _set(s.logs, b, kept))
             n.put("fetchers", _set2(s.fetchers, b, m.source, Fetcher(
                 FetchPartition(len(kept) + 1, kept[-1].epoch if kept else 0, False), False)))
             label = f"ReceiveFetchResponse(r{b}, from=r{m.source}, truncate_to={len(kept) + 1})"
-            del log
         else:
             log = s.logs[b - 1] + m.records
             new_leo = len(log) + 1
