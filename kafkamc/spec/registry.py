@@ -17,6 +17,7 @@ __all__ = ["BUNDLED", "bundled_names", "load_spec_class", "build_spec", "select_
 BUNDLED: dict[str, str] = {
     "controller": "kafkamc.spec.controller:Controller",
     "replication": "kafkamc.spec.replication:Replication",
+    "replication-kraft": "kafkamc.spec.replication_kraft:ReplicationKraft",
     "transactions": "kafkamc.spec.transactions:Transactions",
     "group": "kafkamc.spec.group:Group",
     "group-kip848": "kafkamc.spec.group_kip848:GroupKip848",
