@@ -79,6 +79,7 @@ from kafkamc.invariants.controller import (
     single_controller_per_epoch,
     zk_writes_fenced,
 )
+from kafkamc.spec import domain as d
 from kafkamc.spec.api import Param, Spec, action
 
 __all__ = ["Controller", "ControllerState", "Broker", "PartitionState", "Request", "Session", "Kind"]
@@ -176,11 +177,11 @@ class Controller(Spec):
               "zkVersion (KAFKA-6082, Kafka 2.1+)",
               choices=("none", "epoch", "zkversion")),
         Param("brokers", 3, "number of brokers; every broker is a replica of the partition", min=2, max=5),
-        Param("elections", 2, "bound on controller elections (the highest /controller_epoch)", min=1, max=6),
-        Param("expiries", 1, "bound on ZooKeeper session expiries", min=0, max=4),
-        Param("crashes", 0, "bound on broker crashes (each may restart)", min=0, max=4),
-        Param("leader_epochs", 1, "bound on the partition's leader epoch (leader elections)", min=1, max=6),
-        Param("requests", 2, "bound on control requests sent in all, duplicates included", min=1, max=8),
+        Param("elections", 2, "bound on controller elections (the highest /controller_epoch)", min=1, max=6, lift=True),
+        Param("expiries", 1, "bound on ZooKeeper session expiries", min=0, max=4, lift=True),
+        Param("crashes", 0, "bound on broker crashes (each may restart)", min=0, max=4, lift=True),
+        Param("leader_epochs", 1, "bound on the partition's leader epoch (leader elections)", min=1, max=6, lift=True),
+        Param("requests", 2, "bound on control requests sent in all, duplicates included", min=1, max=8, lift=True),
         Param("in_flight", 2, "bound on control requests in flight at once", min=1, max=8),
     )
     invariants = (
@@ -202,6 +203,32 @@ class Controller(Spec):
         n = p.brokers
         part = PartitionState(NONE, 0, tuple(range(1, n + 1)), 0, 0)
         yield ControllerState(NONE, 0, 0, part, (_FRESH,) * n, (), 0, 0, 0, False, False)
+
+    def domain(p):
+        """TypeOK: every field in its range; the counters bounded by their (possibly lifted) bounds."""
+        n = p.brokers
+        broker_id = d.Int(0, n)  # NONE or a broker
+        epoch = d.Int(0, p.elections)
+        leader_epoch = d.Int(0, p.leader_epochs)
+        return d.Record(
+            ControllerState,
+            controller=broker_id,
+            controller_epoch=epoch,
+            controller_epoch_zk_version=d.Int(0),
+            partition=d.Record(PartitionState, leader=broker_id, leader_epoch=leader_epoch,
+                               isr=d.Subset(1, n, nonempty=True), controller_epoch=epoch, zk_version=d.Int(0)),
+            brokers=d.Tuple(d.Record(
+                Broker, up=d.Bool(), session=d.Enum(Session), active_controller=broker_id, epoch=epoch,
+                epoch_zk_version=d.Int(0), context_leader_epoch=leader_epoch, seen_controller_epoch=epoch,
+                leader_epoch=leader_epoch), n),
+            in_flight=d.Bag(d.Record(Request, kind=d.Enum(Kind), dest=d.Int(1, n), controller_epoch=epoch,
+                                     leader_epoch=leader_epoch), p.in_flight),
+            sent=d.Int(0, p.requests),
+            expiries=d.Int(0, p.expiries),
+            crashes=d.Int(0, p.crashes),
+            stale_applied=d.Bool(),
+            unfenced_write=d.Bool(),
+        )
 
     # -- ZooKeeper sessions, election and watches ---------------------------------------------
 

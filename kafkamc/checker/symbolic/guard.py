@@ -38,7 +38,7 @@ _IMMUTABLE = (
     types.FunctionType, types.BuiltinFunctionType, types.BuiltinMethodType, types.MethodType,
     staticmethod, classmethod, property, enum.Enum, SymInt, SymBool,
 )
-_verdicts: dict[types.CodeType, str | None] = {}
+_verdicts: dict[types.CodeType, tuple[bool, str | None]] = {}
 
 
 def _immutable(value: Any, depth: int = 0) -> bool:
@@ -72,21 +72,28 @@ def _inspect(code: types.CodeType, globs: dict[str, Any]) -> str | None:
     return None
 
 
+def _verdict(frame: types.FrameType) -> tuple[bool, str | None]:
+    """(trusted, why not runnable) for the code of ``frame``, computed once per code object."""
+    code = frame.f_code
+    known = _verdicts.get(code)
+    if known is None:
+        name = frame.f_globals.get("__name__", "")
+        filename = os.path.abspath(code.co_filename)
+        trusted = filename.startswith(_TRUSTED) or _Z3 in filename or code.co_filename.startswith("<")
+        if name.split(".")[0] in _NONDETERMINISTIC_MODULES:
+            known = (trusted, f"a call of {name}.{code.co_name} (randomness or a clock)")
+        else:
+            known = (trusted, None if trusted else _inspect(code, frame.f_globals))
+        _verdicts[code] = known
+    return known
+
+
 def _profile(frame: types.FrameType, event: str, arg: Any) -> None:
     if event == "call":
-        code = frame.f_code
-        if code not in _verdicts:
-            name = frame.f_globals.get("__name__", "")
-            if name.split(".")[0] in _NONDETERMINISTIC_MODULES:
-                _verdicts[code] = f"a call of {name}.{code.co_name} (randomness or a clock)"
-            else:
-                filename = os.path.abspath(code.co_filename)
-                trusted = filename.startswith(_TRUSTED) or _Z3 in filename or code.co_filename.startswith("<")
-                _verdicts[code] = None if trusted else _inspect(code, frame.f_globals)
-        why = _verdicts[code]
+        why = _verdict(frame)[1]
         if why is not None:
-            raise unsupported(f"{why} in {code.co_qualname}")
-    elif event == "c_call":
+            raise unsupported(f"{why} in {frame.f_code.co_qualname}")
+    elif event == "c_call" and not _verdict(frame)[0]:
         owner = getattr(arg, "__module__", None) or type(getattr(arg, "__self__", None)).__module__
         if owner in _NONDETERMINISTIC_MODULES:
             raise unsupported(f"a call of {owner}.{getattr(arg, '__name__', '?')} (randomness, a clock or the OS)")

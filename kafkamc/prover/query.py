@@ -1,0 +1,193 @@
+"""One query of ``prove``: does every successor under one action keep one invariant?
+
+Run on a symbolic state of the spec's domain that satisfies every assumed invariant (and the
+spec's constraint, as ``check`` expands only such states): the action is executed path by path, and
+at each successor the solver looks for values where the target is false. The first such successor
+in depth-first order is the query's counterexample; its model is minimised (smallest sum of the
+state's ints) so that the counterexample is small and the same on every run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import dis
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import z3
+
+from kafkamc.checker.symbolic import (
+    PLACEHOLDER, Budget, Explorer, PathLimit, SolverUnknown, SymInt, build, concretize, guarded, member,
+)
+from kafkamc.checker.symbolic.context import unsupported
+from kafkamc.errors import SymbolicUnsupported, UsageError
+from kafkamc.invariants.api import Property
+from kafkamc.prover.result import CTI_FOUND, INIT, PROVED, TYPE_OK, UNKNOWN, QueryResult
+from kafkamc.spec.api import Params, Spec, format_label
+
+__all__ = ["Job", "RawCti", "run_query", "symbolic_params"]
+
+_MINIMIZE_MS = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    action: str  # an action name, or INIT
+    target: str  # a property name, or TYPE_OK
+
+
+@dataclass(frozen=True, slots=True)
+class RawCti:
+    """What the solver found, made concrete in the worker (Z3 objects do not cross processes)."""
+
+    action: str
+    target: str
+    pre: Any  # None for an initial state
+    post: Any
+    lifted_values: dict[str, int]
+
+
+class _Found(BaseException):
+    """Ends a query's exploration at its first counterexample."""
+
+
+def symbolic_params(spec: Spec, lifted: tuple[str, ...]) -> tuple[Params, list[z3.BoolRef], dict[str, z3.ArithRef]]:
+    """The parameters with each lifted one a Z3 int ``>= min``, and those facts."""
+    values = spec.p.as_dict()
+    facts: list[z3.BoolRef] = []
+    terms: dict[str, z3.ArithRef] = {}
+    for prm in spec.parameters:
+        if prm.name in lifted:
+            term = z3.Int(f"p.{prm.name}")
+            terms[prm.name] = term
+            values[prm.name] = SymInt(term)
+            facts.append(term >= (prm.min if prm.min is not None else 0))
+    return Params(values), facts, terms
+
+
+def _uses_label(fn: Callable[..., Any]) -> bool:
+    """Whether an action property reads its ``label`` argument (its third parameter)."""
+    code = fn.__code__
+    if code.co_argcount < 3:
+        return False
+    name = code.co_varnames[2]
+    return any(ins.opname.startswith("LOAD_FAST") and ins.argval == name for ins in dis.get_instructions(code))
+
+
+def _leaks_placeholder(value: Any) -> bool:
+    if isinstance(value, str):
+        return PLACEHOLDER in value
+    if isinstance(value, (tuple, list, frozenset)):
+        return any(_leaks_placeholder(v) for v in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return any(_leaks_placeholder(getattr(value, f.name)) for f in dataclasses.fields(value))
+    return False
+
+
+def _int_vars(value: Any, out: list[z3.ArithRef]) -> None:
+    if isinstance(value, SymInt):
+        out.append(value.z)
+    elif isinstance(value, tuple):
+        for v in value:
+            _int_vars(v, out)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            _int_vars(getattr(value, f.name), out)
+
+
+def _minimized(solver: z3.Solver, negated: z3.BoolRef, model: Any, terms: list[z3.ArithRef]) -> Any:
+    """The model with the least sum of ``terms`` (a deterministic, small counterexample)."""
+    if not terms:
+        return model
+    opt = z3.Optimize()
+    opt.set("timeout", _MINIMIZE_MS)
+    opt.add(solver.assertions())
+    opt.add(negated)
+    opt.minimize(z3.Sum(terms))
+    return opt.model() if opt.check() == z3.sat else model
+
+
+def run_query(spec: Spec, job: Job, assumed: tuple[Property, ...], lifted: tuple[str, ...],
+              timeout: float, max_paths: int) -> tuple[QueryResult, RawCti | None]:
+    started = time.perf_counter()
+    z3.set_param("smt.random_seed", 0)
+    z3.set_param("sat.random_seed", 0)
+    solver = z3.Solver()
+    p, pfacts, pterms = symbolic_params(spec, lifted)
+    solver.add(pfacts)
+    if solver.check() != z3.sat:
+        raise UsageError("the lifted parameters admit no value")
+    budget = Budget(deadline=time.monotonic() + timeout, max_paths=max_paths)
+    ex = Explorer(solver, solver.model(), budget, formatting_allowed=True)
+    cls = type(spec)
+    if cls.domain is None:
+        raise UsageError(f"spec {spec.name} declares no domain(p) hook; prove needs the type of its states")
+    dom = cls.domain(p)
+    props = {pr.name: pr for pr in assumed}
+    found: list[RawCti] = []
+
+    def check(pre: Any, label: Any, post: Any, action_name: str) -> None:
+        if ex.formatted and _leaks_placeholder(post):
+            raise unsupported(f"a string made from a symbolic value stored in the state by {action_name}")
+        if job.target == TYPE_OK:
+            holds = member(dom, post)
+        else:
+            prop = props[job.target]
+            if prop.kind == "invariant":
+                holds = ex.formula(prop.fn, p, post)
+            else:
+                shown = format_label(action_name, label)
+                if PLACEHOLDER in shown and _uses_label(prop.fn):
+                    raise unsupported(f"action property {prop.name} reads a label made from symbolic values")
+                holds = ex.formula(prop.fn, p, pre, shown, post)
+        negated = z3.Not(holds)
+        model = ex.model_of(negated)
+        if model is None:
+            return
+        terms: list[z3.ArithRef] = list(pterms.values())
+        _int_vars(pre if pre is not None else post, terms)
+        model = _minimized(solver, negated, model, terms)
+        found.append(RawCti(
+            job.action, job.target, None if pre is None else concretize(pre, model), concretize(post, model),
+            {n: model.eval(t, model_completion=True).as_long() for n, t in pterms.items()},
+        ))
+        raise _Found()
+
+    if job.action == INIT:
+        def body() -> None:
+            for state in cls.init_states(p):
+                if ex.fresh():
+                    check(None, None, state, INIT)
+    else:
+        act = next(a for a in cls.actions() if a.name == job.action)
+        constraint = cls.constraint
+        fns = [pr.fn for pr in assumed if pr.kind == "invariant"]
+
+        def body() -> None:
+            facts: list[z3.BoolRef] = []
+            pre = build(dom, "s", ex, facts)
+            ex.assume(lambda: z3.And(facts), "domain")
+            if constraint is not None:
+                ex.assume(lambda: ex.formula(constraint, p, pre), "constraint")
+            ex.assume(lambda: z3.And([ex.formula(fn, p, pre) for fn in fns]), "assumed invariants")
+            for label, post in act.fn(p, pre):
+                if ex.fresh():
+                    check(pre, label, post, act.name)
+
+    verdict, reason = PROVED, None
+    try:
+        with guarded():
+            for _ in ex.paths(body):
+                pass
+    except _Found:
+        verdict = CTI_FOUND
+    except SolverUnknown as exc:
+        verdict, reason = UNKNOWN, f"solver: {exc}"
+    except PathLimit as exc:
+        verdict, reason = UNKNOWN, str(exc)
+    except SymbolicUnsupported as exc:
+        raise SymbolicUnsupported(f"{job.action} / {job.target}: {exc}") from None
+    result = QueryResult(job.action, job.target, verdict, budget.paths, round(budget.solver_seconds, 3),
+                         round(time.perf_counter() - started, 3), budget.checks, reason)
+    return result, (found[0] if found else None)
