@@ -13,6 +13,12 @@ __all__ = [
     "controller_epoch_monotonic",
     "no_stale_request_applied",
     "zk_writes_fenced",
+    "controller_epoch_zk_version_in_step",
+    "controller_context_epoch_in_step",
+    "controller_epochs_not_ahead",
+    "controller_znode_owner_is_current",
+    "down_brokers_forget",
+    "bounded_events_counted",
 ]
 
 
@@ -60,3 +66,93 @@ def zk_writes_fenced(p, s) -> bool:
     """Fenced ZooKeeper writes (KAFKA-6082): a controller whose epoch is no longer /controller_epoch's
     never changes the partition state. The spec records such a write in ``unfenced_write``."""
     return not s.unfenced_write
+
+
+# -- Auxiliary invariants: what makes the four claims above inductive (``kafkamc prove``) --------
+# Each is a fact about Kafka's controller that the claims rely on; none is a default of ``check``.
+
+@invariant(
+    "controller-epoch-zk-version-in-step",
+    "/controller_epoch's zkVersion moves with its value: only the election multi writes the znode",
+)
+def controller_epoch_zk_version_in_step(p, s) -> bool:
+    """``registerControllerAndIncrementControllerEpoch`` sets /controller_epoch to e+1 with a
+    conditional set at zkVersion v, so value and zkVersion advance together; the zkVersion a
+    controller caches (``epochZkVersion``) therefore names its epoch (KAFKA-6082)."""
+    return s.controller_epoch_zk_version == s.controller_epoch
+
+
+@invariant(
+    "controller-context-epoch-in-step",
+    "a broker's cached controller epoch and epochZkVersion are the pair its election wrote",
+)
+def controller_context_epoch_in_step(p, s) -> bool:
+    """``KafkaController.onControllerFailover`` caches ``controllerContext.epoch`` and
+    ``epochZkVersion`` from one successful election, and resignation resets both."""
+    return all(b.epoch_zk_version == b.epoch for b in s.brokers)
+
+
+@invariant(
+    "controller-epochs-not-ahead",
+    "no broker holds a controller epoch, or has seen one, that /controller_epoch has not reached",
+)
+def controller_epochs_not_ahead(p, s) -> bool:
+    """Every controller epoch comes from /controller_epoch: brokers cache it on election
+    (KafkaController), requests carry the sender's, ``ReplicaManager.controllerEpoch`` and the
+    partition znode's ``controller_epoch`` copy a request's or a write's."""
+    ce = s.controller_epoch
+    if s.partition.controller_epoch > ce:
+        return False
+    for b in s.brokers:
+        if b.epoch > ce or b.seen_controller_epoch > ce:
+            return False
+    return all(r.controller_epoch <= ce for r in s.in_flight)
+
+
+@invariant(
+    "controller-znode-owner-is-current",
+    "the broker owning /controller is up, has a live session, knows it is controller and holds the current epoch",
+)
+def controller_znode_owner_is_current(p, s) -> bool:
+    """The ephemeral /controller is created in the same multi as the epoch bump and vanishes with
+    its owner's session (expiry or crash), so while it exists its owner is the controller of the
+    current epoch (``KafkaController.elect``)."""
+    c = s.controller
+    if c == 0:
+        return True
+    b = s.brokers[c - 1]
+    return b.up and b.session == 1 and b.active_controller == c and b.epoch == s.controller_epoch
+
+
+@invariant(
+    "down-brokers-forget",
+    "a broker that is down has a closed session and no in-memory state; a running one a session",
+)
+def down_brokers_forget(p, s) -> bool:
+    """A crashed broker loses ``controllerContext`` and ``ReplicaManager.controllerEpoch`` with its
+    process and its ZooKeeper session closes (``KafkaServer`` startup begins from scratch)."""
+    for b in s.brokers:
+        if b.up:
+            if b.session == 0:
+                return False
+        elif (b.session != 0 or b.active_controller != 0 or b.epoch != 0 or b.epoch_zk_version != 0
+              or b.context_leader_epoch != 0 or b.seen_controller_epoch != 0 or b.leader_epoch != 0):
+            return False
+    return True
+
+
+@invariant(
+    "bounded-events-counted",
+    "expired-unnoticed sessions, down brokers and in-flight requests never exceed the expiries, crashes and sends counted",
+)
+def bounded_events_counted(p, s) -> bool:
+    """Bookkeeping of the model's bounds: each expired-not-noticed session took a session expiry,
+    each down broker a crash, each in-flight request a send or duplicate."""
+    expired = 0
+    down = 0
+    for b in s.brokers:
+        if b.up and b.session == 2:
+            expired += 1
+        if not b.up:
+            down += 1
+    return expired <= s.expiries and down <= s.crashes and len(s.in_flight) <= s.sent

@@ -18,7 +18,8 @@ from typing import Any, Callable
 import z3
 
 from kafkamc.checker.symbolic import (
-    PLACEHOLDER, Budget, Explorer, PathLimit, SolverUnknown, SymInt, build, concretize, guarded, member,
+    PLACEHOLDER, Budget, Explorer, PathLimit, SolverUnknown, SymInt, build, concretize, fixed, guarded, member,
+    shapes,
 )
 from kafkamc.checker.symbolic.context import unsupported
 from kafkamc.errors import SymbolicUnsupported, UsageError
@@ -108,6 +109,12 @@ def _minimized(solver: z3.Solver, negated: z3.BoolRef, model: Any, terms: list[z
     return opt.model() if opt.check() == z3.sat else model
 
 
+def _explore(ex: Explorer, body: Callable[[], None]) -> None:
+    with guarded():
+        for _ in ex.paths(body):
+            pass
+
+
 def run_query(spec: Spec, job: Job, assumed: tuple[Property, ...], lifted: tuple[str, ...],
               timeout: float, max_paths: int) -> tuple[QueryResult, RawCti | None]:
     started = time.perf_counter()
@@ -159,27 +166,49 @@ def run_query(spec: Spec, job: Job, assumed: tuple[Property, ...], lifted: tuple
             for state in cls.init_states(p):
                 if ex.fresh():
                     check(None, None, state, INIT)
+
+        runs: list[Callable[[], None]] = [lambda: _explore(ex, body)]
     else:
         act = next(a for a in cls.actions() if a.name == job.action)
         constraint = cls.constraint
         fns = [pr.fn for pr in assumed if pr.kind == "invariant"]
 
-        def body() -> None:
+        def one_shape(shape: tuple[int, ...]) -> None:
+            # The pre-state of one shape is built once; its facts and the assumed invariants are
+            # asserted in a solver scope under which the action's paths are explored.
             facts: list[z3.BoolRef] = []
-            pre = build(dom, "s", ex, facts)
-            ex.assume(lambda: z3.And(facts), "domain")
-            if constraint is not None:
-                ex.assume(lambda: ex.formula(constraint, p, pre), "constraint")
-            ex.assume(lambda: z3.And([ex.formula(fn, p, pre) for fn in fns]), "assumed invariants")
-            for label, post in act.fn(p, pre):
-                if ex.fresh():
-                    check(pre, label, post, act.name)
+            pre = build(dom, "s", fixed(shape), facts)
+            solver.push()
+            try:
+                solver.add(facts)
+                ex.model = ex.model_of(z3.BoolVal(True))
+                if ex.model is None:
+                    return
+                with guarded():
+                    assumptions = [ex.formula(fn, p, pre) for fn in fns]
+                    if constraint is not None:
+                        assumptions.append(ex.formula(constraint, p, pre))
+                solver.add(assumptions)
+                ex.model = ex.model_of(z3.BoolVal(True))
+                if ex.model is None:
+                    return
+                ex.rebase()
+
+                def body() -> None:
+                    for label, post in act.fn(p, pre):
+                        if ex.fresh():
+                            check(pre, label, post, act.name)
+
+                _explore(ex, body)
+            finally:
+                solver.pop()
+
+        runs = [lambda shape=shape: one_shape(shape) for shape in shapes(dom)]
 
     verdict, reason = PROVED, None
     try:
-        with guarded():
-            for _ in ex.paths(body):
-                pass
+        for run in runs:
+            run()
     except _Found:
         verdict = CTI_FOUND
     except SolverUnknown as exc:

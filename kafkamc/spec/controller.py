@@ -74,7 +74,13 @@ from itertools import permutations, product
 
 from kafkamc.invariants.recoverability import controller_can_recover
 from kafkamc.invariants.controller import (
+    bounded_events_counted,
+    controller_context_epoch_in_step,
     controller_epoch_monotonic,
+    controller_epoch_zk_version_in_step,
+    controller_epochs_not_ahead,
+    controller_znode_owner_is_current,
+    down_brokers_forget,
     no_stale_request_applied,
     single_controller_per_epoch,
     zk_writes_fenced,
@@ -189,6 +195,13 @@ class Controller(Spec):
         controller_epoch_monotonic,
         no_stale_request_applied,
         zk_writes_fenced,
+        # Auxiliary invariants for ``kafkamc prove`` (not defaults; each holds under ``check`` too).
+        controller_epoch_zk_version_in_step,
+        controller_context_epoch_in_step,
+        controller_epochs_not_ahead,
+        controller_znode_owner_is_current,
+        down_brokers_forget,
+        bounded_events_counted,
     )
     recoverability = (controller_can_recover,)
     default_invariants = (

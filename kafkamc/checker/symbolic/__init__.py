@@ -8,10 +8,10 @@ path, an index enumerates its values; anything that cannot be treated exactly ra
 from kafkamc.checker.symbolic.context import PLACEHOLDER
 from kafkamc.checker.symbolic.guard import guarded
 from kafkamc.checker.symbolic.paths import Budget, Explorer, PathLimit, SolverUnknown, truth
-from kafkamc.checker.symbolic.state import build, concretize, equal, member
+from kafkamc.checker.symbolic.state import build, concretize, equal, fixed, member, shapes
 from kafkamc.checker.symbolic.values import SymBool, SymInt, is_symbolic
 
 __all__ = [
     "PLACEHOLDER", "guarded", "Budget", "Explorer", "PathLimit", "SolverUnknown", "truth",
-    "build", "concretize", "equal", "member", "SymBool", "SymInt", "is_symbolic",
+    "build", "concretize", "equal", "fixed", "member", "shapes", "SymBool", "SymInt", "is_symbolic",
 ]

@@ -211,6 +211,11 @@ class Explorer:
             model = self.model
         self._take(_Decision(what, [cond], [None], [model]))
 
+    def rebase(self) -> None:
+        """Make the solver's current scopes and ``self.model`` the base of the next ``paths``."""
+        self._base_model = self.model
+        self._base_scopes = self.solver.num_scopes()
+
     def fresh(self) -> bool:
         """Whether the run is past the replayed prefix: what happens now was not seen before."""
         return self._run.pos >= self._run.forced

@@ -9,16 +9,18 @@ a symbolic value into the concrete one a Z3 model gives, IntEnum fields back int
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Callable
 
 import z3
 
 from kafkamc.checker.symbolic.context import unsupported
-from kafkamc.checker.symbolic.paths import Explorer
 from kafkamc.checker.symbolic.values import SymBool, SymInt, as_arith, as_bool, is_symbolic
 from kafkamc.spec import domain as d
 
-__all__ = ["build", "member", "concretize", "int_terms", "lex_le", "equal"]
+__all__ = ["build", "shapes", "fixed", "member", "concretize", "int_terms", "lex_le", "equal"]
+
+# ``choose(n, what)`` picks one of ``n`` concrete alternatives (a bag length, a subset).
+Chooser = Callable[[int, str], int]
 
 
 def _bound(value: Any, what: str) -> z3.ArithRef:
@@ -34,7 +36,35 @@ def _length(value: Any, what: str) -> int:
     return int(value)
 
 
-def build(dom: d.Domain, name: str, ex: Explorer, facts: list[z3.BoolRef]) -> Any:
+def shapes(dom: d.Domain) -> list[tuple[int, ...]]:
+    """Every concrete shape of ``dom``: the sequences of choices ``build`` can make, in order."""
+    found: list[tuple[int, ...]] = []
+    prefix: list[int] = []
+    while True:
+        made: list[tuple[int, int]] = []  # (choice, number of alternatives)
+
+        def choose(n: int, what: str) -> int:
+            k = prefix[len(made)] if len(made) < len(prefix) else 0
+            made.append((k, n))
+            return k
+
+        build(dom, "shape", choose, [])
+        if all(n > 0 for _, n in made):
+            found.append(tuple(k for k, _ in made))
+        while made and made[-1][0] + 1 >= made[-1][1]:
+            made.pop()
+        if not made:
+            return found
+        prefix = [k for k, _ in made[:-1]] + [made[-1][0] + 1]
+
+
+def fixed(shape: tuple[int, ...]) -> Chooser:
+    """The chooser that makes the choices of ``shape``."""
+    it = iter(shape)
+    return lambda n, what: next(it)
+
+
+def build(dom: d.Domain, name: str, choose: Chooser, facts: list[z3.BoolRef]) -> Any:
     """A symbolic value of ``dom``; ``facts`` receives the constraints of its fields."""
     if isinstance(dom, d.Int):
         v = z3.Int(name)
@@ -51,21 +81,21 @@ def build(dom: d.Domain, name: str, ex: Explorer, facts: list[z3.BoolRef]) -> An
     if isinstance(dom, d.Const):
         return dom.value
     if isinstance(dom, d.OneOf):
-        return dom.values[ex.choose_index(len(dom.values), f"{name}: one of")]
+        return dom.values[choose(len(dom.values), f"{name}: one of")]
     if isinstance(dom, d.Record):
-        return dom.cls(**{f: build(sub, f"{name}.{f}", ex, facts) for f, sub in dom.fields})
+        return dom.cls(**{f: build(sub, f"{name}.{f}", choose, facts) for f, sub in dom.fields})
     if isinstance(dom, d.Tuple):
-        return tuple(build(dom.elem, f"{name}[{i}]", ex, facts) for i in range(_length(dom.length, "tuple length")))
+        return tuple(build(dom.elem, f"{name}[{i}]", choose, facts) for i in range(_length(dom.length, "tuple length")))
     if isinstance(dom, d.Bag):
         lo, hi = _length(dom.min_len, "bag length"), _length(dom.max_len, "bag length")
-        n = lo + ex.choose_index(hi - lo + 1, f"{name}: length")
-        items = tuple(build(dom.elem, f"{name}[{i}]", ex, facts) for i in range(n))
+        n = lo + choose(hi - lo + 1, f"{name}: length")
+        items = tuple(build(dom.elem, f"{name}[{i}]", choose, facts) for i in range(n))
         if dom.sorted:
             facts.extend(lex_le(int_terms(a), int_terms(b)) for a, b in zip(items, items[1:]))
         return items
     if isinstance(dom, d.Subset):
         members = d.Subset(_length(dom.lo, "subset bound"), _length(dom.hi, "subset bound"), dom.nonempty).members()
-        return members[ex.choose_index(len(members), f"{name}: subset")]
+        return members[choose(len(members), f"{name}: subset")]
     raise TypeError(f"not a domain: {dom!r}")
 
 

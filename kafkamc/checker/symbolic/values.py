@@ -28,6 +28,9 @@ from kafkamc.checker.symbolic.context import PLACEHOLDER, current, unsupported
 __all__ = ["SymInt", "SymBool", "as_arith", "as_bool", "is_symbolic"]
 
 
+_SMALL = {i: z3.IntVal(i) for i in range(-8, 65)}  # cached: IntVal is a measurable cost per run
+
+
 def as_arith(v: Any) -> z3.ArithRef | None:
     """The integer term of ``v`` (int, bool, IntEnum, SymInt, SymBool), or None for other types."""
     if isinstance(v, SymInt):
@@ -35,7 +38,9 @@ def as_arith(v: Any) -> z3.ArithRef | None:
     if isinstance(v, SymBool):
         return z3.If(v.z, z3.IntVal(1), z3.IntVal(0))
     if isinstance(v, int):  # bool and IntEnum included
-        return z3.IntVal(int(v))
+        i = int(v)
+        small = _SMALL.get(i)
+        return small if small is not None else z3.IntVal(i)
     return None
 
 
