@@ -19,6 +19,7 @@ __all__ = [
     "controller_znode_owner_is_current",
     "down_brokers_forget",
     "bounded_events_counted",
+    "requests_only_to_running_brokers",
 ]
 
 
@@ -156,3 +157,15 @@ def bounded_events_counted(p, s) -> bool:
         if not b.up:
             down += 1
     return expired <= s.expiries and down <= s.crashes and len(s.in_flight) <= s.sent
+
+
+@invariant(
+    "requests-only-to-running-brokers",
+    "every control request in flight is addressed to a broker that is up",
+)
+def requests_only_to_running_brokers(p, s) -> bool:
+    """``ControllerChannelManager`` sends only to live brokers, and a crash closes the broker's
+    connections, losing what was in flight to it (since KIP-380 a request to an earlier incarnation
+    is also rejected by its broker epoch)."""
+    brokers = s.brokers
+    return all(brokers[r.dest - 1].up for r in s.in_flight)

@@ -3,8 +3,9 @@
 (1) Every initial state satisfies each invariant; (2) for every state of the domain that satisfies
 all of them (and the spec's constraint), every successor under every action satisfies each one,
 each action property holds on the step, and the successor is again in the domain (``type-ok``).
-Each (action, invariant) pair is one independent query; queries run on forked worker processes and
-their results come back in declaration order (initial states first, then actions as declared, each
+Each (action, invariant) pair is its own query and verdict; the queries of one action share one
+exploration of its paths (see ``query.Job``). Actions run on forked worker processes and their
+results come back in declaration order (initial states first, then actions as declared, each
 with the invariants in the order given, ``type-ok`` last), so the outcome does not depend on the
 number of workers. The first query in that order with a counterexample gives the reported CTI.
 """
@@ -38,14 +39,11 @@ def liftable(cls: type[Spec]) -> tuple[str, ...]:
 
 
 def _jobs(spec: Spec, props: Sequence[Property]) -> list[Job]:
-    invariants = [pr.name for pr in props if pr.kind == "invariant"]
-    targets = [pr.name for pr in props] + [TYPE_OK]
-    jobs = [Job(INIT, name) for name in invariants + [TYPE_OK]]
-    jobs += [Job(act.name, name) for act in type(spec).actions() for name in targets]
-    return jobs
+    targets = tuple(pr.name for pr in props) + (TYPE_OK,)
+    return [Job(INIT, targets)] + [Job(act.name, targets) for act in type(spec).actions()]
 
 
-def _run(index: int) -> tuple[QueryResult, RawCti | None]:
+def _run(index: int) -> tuple[tuple[QueryResult, ...], tuple[RawCti, ...]]:
     spec, jobs, props, lifted, timeout, max_paths = _WORK  # type: ignore[misc]
     return run_query(spec, jobs[index], props, lifted, timeout, max_paths)
 
@@ -98,8 +96,8 @@ def prove(
                 outcomes = list(pool.imap(_run, range(len(jobs)), chunksize=1))
     finally:
         _WORK = None
-    queries = tuple(q for q, _ in outcomes)
-    raw = next((c for _, c in outcomes if c is not None), None)
+    queries = tuple(q for qs, _ in outcomes for q in qs)
+    raw = next((c for _, cs in outcomes for c in cs), None)
     cti = None
     if raw is not None:
         cti = verify_cti(spec, raw, props)

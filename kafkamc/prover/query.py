@@ -2,8 +2,8 @@
 
 Run on a symbolic state of the spec's domain that satisfies every assumed invariant (and the
 spec's constraint, as ``check`` expands only such states): the action is executed path by path, and
-at each successor the solver looks for values where the target is false. The first such successor
-in depth-first order is the query's counterexample; its model is minimised (smallest sum of the
+at each successor the solver looks for values where a target is false. The first such successor
+in depth-first order is that pair's counterexample; its model is minimised (smallest sum of the
 state's ints) so that the counterexample is small and the same on every run.
 """
 
@@ -34,8 +34,12 @@ _MINIMIZE_MS = 10_000
 
 @dataclass(frozen=True, slots=True)
 class Job:
+    """One action (or INIT) against every target: the action's paths are explored once and each
+    successor is checked against each target, so each (action, target) pair is its own query and
+    verdict, while the action's exploration is shared by its targets."""
+
     action: str  # an action name, or INIT
-    target: str  # a property name, or TYPE_OK
+    targets: tuple[str, ...]  # property names and TYPE_OK
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +120,7 @@ def _explore(ex: Explorer, body: Callable[[], None]) -> None:
 
 
 def run_query(spec: Spec, job: Job, assumed: tuple[Property, ...], lifted: tuple[str, ...],
-              timeout: float, max_paths: int) -> tuple[QueryResult, RawCti | None]:
+              timeout: float, max_paths: int) -> tuple[tuple[QueryResult, ...], tuple[RawCti, ...]]:
     started = time.perf_counter()
     z3.set_param("smt.random_seed", 0)
     z3.set_param("sat.random_seed", 0)
@@ -132,34 +136,47 @@ def run_query(spec: Spec, job: Job, assumed: tuple[Property, ...], lifted: tuple
         raise UsageError(f"spec {spec.name} declares no domain(p) hook; prove needs the type of its states")
     dom = cls.domain(p)
     props = {pr.name: pr for pr in assumed}
-    found: list[RawCti] = []
+    targets = [t for t in job.targets if job.action != INIT or t == TYPE_OK or props[t].kind == "invariant"]
+    found: dict[str, RawCti] = {}
+    own = {t: [0, 0, 0.0] for t in targets}  # per target: nested paths, checks, solver seconds
+
+    def holds_formula(target: str, pre: Any, label: Any, post: Any, action_name: str) -> z3.BoolRef:
+        if target == TYPE_OK:
+            return member(dom, post)
+        prop = props[target]
+        if prop.kind == "invariant":
+            return ex.formula(prop.fn, p, post)
+        shown = format_label(action_name, label)
+        if PLACEHOLDER in shown and _uses_label(prop.fn):
+            raise unsupported(f"action property {prop.name} reads a label made from symbolic values")
+        return ex.formula(prop.fn, p, pre, shown, post)
 
     def check(pre: Any, label: Any, post: Any, action_name: str) -> None:
         if ex.formatted and _leaks_placeholder(post):
             raise unsupported(f"a string made from a symbolic value stored in the state by {action_name}")
-        if job.target == TYPE_OK:
-            holds = member(dom, post)
-        else:
-            prop = props[job.target]
-            if prop.kind == "invariant":
-                holds = ex.formula(prop.fn, p, post)
-            else:
-                shown = format_label(action_name, label)
-                if PLACEHOLDER in shown and _uses_label(prop.fn):
-                    raise unsupported(f"action property {prop.name} reads a label made from symbolic values")
-                holds = ex.formula(prop.fn, p, pre, shown, post)
-        negated = z3.Not(holds)
-        model = ex.model_of(negated)
-        if model is None:
-            return
-        terms: list[z3.ArithRef] = list(pterms.values())
-        _int_vars(pre if pre is not None else post, terms)
-        model = _minimized(solver, negated, model, terms)
-        found.append(RawCti(
-            job.action, job.target, None if pre is None else concretize(pre, model), concretize(post, model),
-            {n: model.eval(t, model_completion=True).as_long() for n, t in pterms.items()},
-        ))
-        raise _Found()
+        for target in targets:
+            if target in found:
+                continue
+            before = (budget.paths, budget.checks, budget.solver_seconds)
+            try:
+                negated = z3.Not(holds_formula(target, pre, label, post, action_name))
+                model = ex.model_of(negated)
+                if model is not None:
+                    terms: list[z3.ArithRef] = list(pterms.values())
+                    _int_vars(pre if pre is not None else post, terms)
+                    model = _minimized(solver, negated, model, terms)
+                    found[target] = RawCti(
+                        job.action, target, None if pre is None else concretize(pre, model),
+                        concretize(post, model),
+                        {n: model.eval(t, model_completion=True).as_long() for n, t in pterms.items()},
+                    )
+            finally:
+                stats = own[target]
+                stats[0] += budget.paths - before[0]
+                stats[1] += budget.checks - before[1]
+                stats[2] += budget.solver_seconds - before[2]
+        if len(found) == len(targets):
+            raise _Found()
 
     if job.action == INIT:
         def body() -> None:
@@ -205,18 +222,26 @@ def run_query(spec: Spec, job: Job, assumed: tuple[Property, ...], lifted: tuple
 
         runs = [lambda shape=shape: one_shape(shape) for shape in shapes(dom)]
 
-    verdict, reason = PROVED, None
+    reason = None
     try:
         for run in runs:
             run()
     except _Found:
-        verdict = CTI_FOUND
+        pass
     except SolverUnknown as exc:
-        verdict, reason = UNKNOWN, f"solver: {exc}"
+        reason = f"solver: {exc}"
     except PathLimit as exc:
-        verdict, reason = UNKNOWN, str(exc)
+        reason = str(exc)
     except SymbolicUnsupported as exc:
-        raise SymbolicUnsupported(f"{job.action} / {job.target}: {exc}") from None
-    result = QueryResult(job.action, job.target, verdict, budget.paths, round(budget.solver_seconds, 3),
-                         round(time.perf_counter() - started, 3), budget.checks, reason)
-    return result, (found[0] if found else None)
+        raise SymbolicUnsupported(f"{job.action}: {exc}") from None
+    seconds = round(time.perf_counter() - started, 3)
+    nested = sum(st[0] for st in own.values())
+    shared_paths = budget.paths - nested
+    shared_solver = budget.solver_seconds - sum(st[2] for st in own.values())
+    results = []
+    for t in targets:
+        verdict = CTI_FOUND if t in found else (UNKNOWN if reason is not None else PROVED)
+        results.append(QueryResult(
+            job.action, t, verdict, shared_paths + own[t][0], round(own[t][2], 3), round(shared_solver, 3), seconds,
+            own[t][1], reason if verdict == UNKNOWN else None))
+    return tuple(results), tuple(found[t] for t in targets if t in found)

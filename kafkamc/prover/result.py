@@ -25,10 +25,11 @@ class QueryResult:
     action: str
     invariant: str
     verdict: str
-    paths: int
-    solver_seconds: float
-    seconds: float
-    checks: int
+    paths: int  # the action's paths (shared by its queries) plus this invariant's own
+    solver_seconds: float  # this invariant's own solver time
+    shared_solver_seconds: float  # solver time of exploring the action, shared by its queries
+    seconds: float  # wall time of the action's exploration with all its queries
+    checks: int  # this invariant's own solver calls
     reason: str | None = None  # why unknown
 
 

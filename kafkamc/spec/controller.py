@@ -82,6 +82,7 @@ from kafkamc.invariants.controller import (
     controller_znode_owner_is_current,
     down_brokers_forget,
     no_stale_request_applied,
+    requests_only_to_running_brokers,
     single_controller_per_epoch,
     zk_writes_fenced,
 )
@@ -202,6 +203,7 @@ class Controller(Spec):
         controller_znode_owner_is_current,
         down_brokers_forget,
         bounded_events_counted,
+        requests_only_to_running_brokers,
     )
     recoverability = (controller_can_recover,)
     default_invariants = (

@@ -62,6 +62,7 @@ class Budget:
 @dataclass(slots=True)
 class _Decision:
     key: Any  # the term decided on, to catch a function that is not deterministic
+    key_id: int  # its Z3 id (-1 for a shape or an assumption): a condition decided again is looked up
     options: list[z3.BoolRef]
     values: list[Any]
     models: list[Any]
@@ -88,7 +89,11 @@ def truth(value: Any) -> z3.BoolRef:
 class Explorer:
     """Enumerates the paths of functions run on symbolic values, over one Z3 solver."""
 
-    def __init__(self, solver: z3.Solver, model: Any, budget: Budget, *, formatting_allowed: bool) -> None:
+    def __init__(self, solver: z3.Solver, model: Any, budget: Budget, *, formatting_allowed: bool,
+                 prune: bool = True) -> None:
+        # prune=False (a predicate turned into a formula): a fork takes both outcomes without asking
+        # the solver; an infeasible path only adds an unsatisfiable disjunct to the formula.
+        self.prune = prune
         self.solver = solver
         self.budget = budget
         self.formatting_allowed = formatting_allowed
@@ -125,11 +130,11 @@ class Explorer:
         return self._check(cond)
 
     # -- decisions ----------------------------------------------------------------------------
-    def _replay(self, key: Any) -> Any:
+    def _replay(self, key: Any, key_id: int = -1) -> Any:
         run = self._run
         d = run.trail[run.pos]
-        if not (d.key is key or (isinstance(key, z3.ExprRef) and isinstance(d.key, z3.ExprRef) and d.key.eq(key))
-                or d.key == key):
+        same = d.key_id == key_id if key_id >= 0 else (d.key is key or d.key == key)
+        if not same:
             raise unsupported("a function that takes a different decision on re-execution (not deterministic)")
         run.pos += 1
         return d.values[d.chosen]
@@ -140,8 +145,17 @@ class Explorer:
         run.pos += 1
         self.solver.push()
         self.solver.add(d.options[0])
-        self.model = d.models[0]
+        if d.models[0] is not None:
+            self.model = d.models[0]
         return d.values[0]
+
+    def _known(self, key_id: int) -> Any:
+        """The outcome this path already took for the same condition (None if not decided yet)."""
+        run = self._run
+        for d in run.trail[:run.pos]:
+            if d.key_id == key_id:
+                return d.values[d.chosen]
+        return None
 
     def decide(self, cond: z3.BoolRef) -> bool:
         """``bool()`` of a symbolic condition: True first, then False, each if feasible."""
@@ -150,9 +164,15 @@ class Explorer:
             return True
         if z3.is_false(cond):
             return False
+        key_id = cond.get_id()
+        known = self._known(key_id)
+        if known is not None:
+            return known
         run = self._run
         if run.pos < len(run.trail):
-            return self._replay(cond)
+            return self._replay(cond, key_id)
+        if not self.prune:
+            return self._take(_Decision(cond, key_id, [cond, z3.Not(cond)], [True, False], [None, None]))
         holds = z3.is_true(self.model.eval(cond, model_completion=True))
         other = self._check(z3.Not(cond) if holds else cond)
         if holds:
@@ -163,7 +183,7 @@ class Explorer:
             options, values, models = [z3.Not(cond)], [False], [self.model]
             if other is not None:
                 options.insert(0, cond); values.insert(0, True); models.insert(0, other)
-        return self._take(_Decision(cond, options, values, models))
+        return self._take(_Decision(cond, key_id, options, values, models))
 
     def choose_value(self, term: z3.ArithRef) -> int:
         """``__index__`` of a symbolic int: every feasible value, ascending, up to the budget."""
@@ -171,9 +191,17 @@ class Explorer:
         if z3.is_int_value(term):
             return term.as_long()
         run = self._run
+        term_id = term.get_id()
         if run.pos < len(run.trail):
-            return self._replay(term)
-        found = {self.model.eval(term, model_completion=True).as_long(): self.model}
+            return self._replay(term, term_id)
+        found: dict[int, Any] = {}
+        if self.prune:
+            found[self.model.eval(term, model_completion=True).as_long()] = self.model
+        else:  # the path may be infeasible and self.model not one of it
+            m = self._check()
+            if m is None:
+                raise _Infeasible()
+            found[m.eval(term, model_completion=True).as_long()] = m
         while True:
             m = self._check(*(term != v for v in found))
             if m is None:
@@ -183,7 +211,7 @@ class Explorer:
                 raise unsupported(f"a symbolic int used as an index or size with more than "
                                   f"{self.budget.max_values} possible values")
         values = sorted(found)
-        return self._take(_Decision(term, [term == v for v in values], values, [found[v] for v in values]))
+        return self._take(_Decision(term, term_id, [term == v for v in values], values, [found[v] for v in values]))
 
     def choose_index(self, n: int, what: str) -> int:
         """A concrete choice among ``n`` alternatives (a shape: a bag's length, a subset)."""
@@ -193,7 +221,7 @@ class Explorer:
         if n <= 0:
             raise _Infeasible()
         true = z3.BoolVal(True)
-        return self._take(_Decision(what, [true] * n, list(range(n)), [self.model] * n))
+        return self._take(_Decision(what, -1, [true] * n, list(range(n)), [self.model] * n))
 
     def assume(self, cond_of: Callable[[], z3.BoolRef], what: str) -> None:
         """Restrict the path to states where ``cond_of()`` holds; it is evaluated only on a new path
@@ -209,7 +237,7 @@ class Explorer:
                 raise _Infeasible()
         else:
             model = self.model
-        self._take(_Decision(what, [cond], [None], [model]))
+        self._take(_Decision(what, -1, [cond], [None], [model]))
 
     def rebase(self) -> None:
         """Make the solver's current scopes and ``self.model`` the base of the next ``paths``."""
@@ -244,7 +272,9 @@ class Explorer:
                     except Exception as exc:
                         if self.fatal is not None:
                             raise self.fatal from None
-                        raise _spec_error(exc) from exc
+                        if self.prune or self._check() is not None:
+                            raise _spec_error(exc) from exc
+                        done = False  # raised on an infeasible path, which describes no state
                 if self.fatal is not None:
                     raise self.fatal
                 budget.paths += 1
@@ -265,7 +295,8 @@ class Explorer:
                 del trail[j + 1:]
                 solver.push()
                 solver.add(d.options[d.chosen])
-                self.model = d.models[d.chosen]
+                if d.models[d.chosen] is not None:
+                    self.model = d.models[d.chosen]
                 run.forced = j + 1
         finally:
             if solver.num_scopes() > base:
@@ -275,7 +306,7 @@ class Explorer:
     def formula(self, fn: Callable[..., Any], *args: Any) -> z3.BoolRef:
         """The Z3 formula, over the current path's terms, of ``fn(*args)`` being true: the
         disjunction over its paths (explored nested, relative to the current path)."""
-        inner = Explorer(self.solver, self.model, self.budget, formatting_allowed=False)
+        inner = Explorer(self.solver, self.model, self.budget, formatting_allowed=False, prune=False)
         parts = [z3.And(pc, truth(value)) for pc, value in inner.paths(lambda: fn(*args))]
         return z3.simplify(z3.Or(parts)) if parts else z3.BoolVal(False)
 
