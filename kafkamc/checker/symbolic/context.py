@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import sysconfig
 from typing import Any
 
 from kafkamc.errors import SymbolicUnsupported
@@ -20,6 +21,7 @@ PLACEHOLDER = "\u27e8sym\u27e9"
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _Z3_MARK = os.sep + "z3" + os.sep
+_STDLIB = tuple({os.path.abspath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib")})
 
 _current: list[Any] = []
 
@@ -52,7 +54,8 @@ def user_location(skip: int = 1) -> str:
     frame = sys._getframe(skip)
     while frame is not None:
         filename = os.path.abspath(frame.f_code.co_filename)
-        if not filename.startswith(_HERE) and _Z3_MARK not in filename and not filename.startswith("<"):
+        if (not filename.startswith(_HERE) and not filename.startswith(_STDLIB) and _Z3_MARK not in filename
+                and not frame.f_code.co_filename.startswith("<")):
             return f"{frame.f_code.co_qualname} ({os.path.basename(filename)}:{frame.f_lineno})"
         frame = frame.f_back
     return "an unknown function"

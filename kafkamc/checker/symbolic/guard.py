@@ -92,7 +92,7 @@ def _profile(frame: types.FrameType, event: str, arg: Any) -> None:
     if event == "call":
         why = _verdict(frame)[1]
         if why is not None:
-            raise unsupported(f"{why} in {frame.f_code.co_qualname}")
+            raise unsupported(why)
     elif event == "c_call" and not _verdict(frame)[0]:
         owner = getattr(arg, "__module__", None) or type(getattr(arg, "__self__", None)).__module__
         if owner in _NONDETERMINISTIC_MODULES:
