@@ -20,6 +20,9 @@ from kafkamc.spec.domain import contains
 sys.path.insert(0, os.path.dirname(__file__))
 import provespecs as ps  # noqa: E402
 
+# Whole-spec controller proofs take minutes on 2 cores: run with KAFKAMC_SLOW_TESTS=1.
+slow = pytest.mark.skipif(not os.environ.get("KAFKAMC_SLOW_TESTS"), reason="slow: set KAFKAMC_SLOW_TESTS=1")
+
 CONTROLLER_AUX = (
     "controller-epoch-zk-version-in-step", "controller-context-epoch-in-step", "controller-epochs-not-ahead",
     "controller-znode-owner-is-current", "down-brokers-forget", "bounded-events-counted",
@@ -192,14 +195,14 @@ def test_labels_format_lazily_but_invariants_may_not_format():
 
 def test_python_floor_division_semantics():
     x = SymInt(z3.Int("x"))
-    outs = _paths(lambda: (x // 2 == -2) and (x % 2 == 1), z3.Int("x") == -3)
+    outs = _paths(lambda: bool((x // 2 == -2) and (x % 2 == 1)), z3.Int("x") == -3)
     assert [v for _, v in outs] == [True]
 
 
 # -- controller ----------------------------------------------------------------------------
 
 def test_controller_domain_contains_every_reachable_state():
-    spec = Controller(crashes=1, brokers=2, elections=3)
+    spec = Controller(crashes=1, brokers=2, elections=2)
     dom = Controller.domain(spec.p)
     prop = Property("in-domain", "every reachable state is in the domain", "invariant",
                     lambda p, s: contains(dom, s))
@@ -207,8 +210,7 @@ def test_controller_domain_contains_every_reachable_state():
 
 
 def test_controller_auxiliary_invariants_hold_under_check():
-    for params in ({}, {"crashes": 1, "brokers": 2, "elections": 3, "expiries": 2},
-                   {"fencing": "epoch", "brokers": 2}):
+    for params in ({"brokers": 2, "elections": 3, "crashes": 1}, {"fencing": "epoch", "brokers": 2}):
         spec = Controller(**params)
         assert explore(spec, _props(spec, CONTROLLER_AUX)).result == "ok", params
 
@@ -219,12 +221,12 @@ def test_controller_elect_needs_epochs_not_ahead():
     weak = _props(spec, ["single-controller-per-epoch"])
     queries, ctis = run_query(spec, Job("elect", ("single-controller-per-epoch",)), tuple(weak), lifted, 60, 10_000)
     assert queries[0].verdict == CTI_FOUND and ctis[0].pre.brokers[1].epoch > ctis[0].pre.controller_epoch
-    strong = tuple(_props(spec, ["single-controller-per-epoch", "controller-epochs-not-ahead", *CONTROLLER_AUX]))
+    strong = tuple(_props(spec, ["single-controller-per-epoch", "controller-epochs-not-ahead"]))
     queries, ctis = run_query(spec, Job("elect", ("single-controller-per-epoch",)), strong, lifted, 60, 10_000)
     assert queries[0].verdict == PROVED and not ctis
 
 
-@pytest.mark.slow
+@slow
 @pytest.mark.parametrize("brokers", [2, 3])
 def test_controller_zkversion_defaults_proved_for_every_bound(brokers):
     spec = Controller(brokers=brokers)
@@ -233,7 +235,7 @@ def test_controller_zkversion_defaults_proved_for_every_bound(brokers):
     assert set(result.lifted) == {"elections", "expiries", "crashes", "leader_epochs", "requests"}
 
 
-@pytest.mark.slow
+@slow
 def test_controller_epoch_fencing_gives_reachable_zombie_cti():
     spec = Controller(fencing="epoch", brokers=2)
     result = prove(spec, _props(spec, ("zk-writes-fenced",) + CONTROLLER_AUX))

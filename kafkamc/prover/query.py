@@ -22,6 +22,7 @@ from kafkamc.checker.symbolic import (
     shapes,
 )
 from kafkamc.checker.symbolic.context import unsupported
+from kafkamc.checker.symbolic.values import fast_not, fast_or
 from kafkamc.errors import SymbolicUnsupported, UsageError
 from kafkamc.invariants.api import Property
 from kafkamc.prover.result import CTI_FOUND, INIT, PROVED, TYPE_OK, UNKNOWN, QueryResult
@@ -113,6 +114,25 @@ def _minimized(solver: z3.Solver, negated: z3.BoolRef, model: Any, terms: list[z
     return opt.model() if opt.check() == z3.sat else model
 
 
+# The formula of an assumed invariant on the pre-state of one shape is the same for every action:
+# computed once per worker process (Z3 terms live in the process's one context) and reused.
+# Its path count is added again on reuse, so that statistics do not depend on which worker ran what.
+_PRE_FORMULAS: dict[tuple[Any, ...], tuple[z3.BoolRef, int]] = {}
+
+
+def _pre_formula(ex: Explorer, fn: Callable[..., Any], p: Params, pre: Any, spec: Spec, lifted: tuple[str, ...],
+                 shape: tuple[int, ...]) -> z3.BoolRef:
+    key = (type(spec), tuple(sorted(spec.p.as_dict().items())), lifted, shape, fn)
+    known = _PRE_FORMULAS.get(key)
+    if known is not None:
+        ex.budget.paths += known[1]
+        return known[0]
+    before = ex.budget.paths
+    formula = ex.formula(fn, p, pre)
+    _PRE_FORMULAS[key] = (formula, ex.budget.paths - before)
+    return formula
+
+
 def _explore(ex: Explorer, body: Callable[[], None]) -> None:
     with guarded():
         for _ in ex.paths(body):
@@ -151,30 +171,43 @@ def run_query(spec: Spec, job: Job, assumed: tuple[Property, ...], lifted: tuple
             raise unsupported(f"action property {prop.name} reads a label made from symbolic values")
         return ex.formula(prop.fn, p, pre, shown, post)
 
+    def _charge(target: str, before: tuple[int, int, float]) -> None:
+        stats = own[target]
+        stats[0] += budget.paths - before[0]
+        stats[1] += budget.checks - before[1]
+        stats[2] += budget.solver_seconds - before[2]
+
     def check(pre: Any, label: Any, post: Any, action_name: str) -> None:
         if ex.formatted and _leaks_placeholder(post):
             raise unsupported(f"a string made from a symbolic value stored in the state by {action_name}")
+        negated: dict[str, z3.BoolRef] = {}
         for target in targets:
             if target in found:
                 continue
             before = (budget.paths, budget.checks, budget.solver_seconds)
             try:
-                negated = z3.Not(holds_formula(target, pre, label, post, action_name))
-                model = ex.model_of(negated)
+                negated[target] = fast_not(holds_formula(target, pre, label, post, action_name))
+            finally:
+                _charge(target, before)
+        # One solver call for all targets (the usual answer is that none breaks); only when some
+        # target can break is each asked on its own, in order.
+        if ex.model_of(fast_or(list(negated.values()))) is None:
+            return
+        for target, neg in negated.items():
+            before = (budget.paths, budget.checks, budget.solver_seconds)
+            try:
+                model = ex.model_of(neg)
                 if model is not None:
                     terms: list[z3.ArithRef] = list(pterms.values())
                     _int_vars(pre if pre is not None else post, terms)
-                    model = _minimized(solver, negated, model, terms)
+                    model = _minimized(solver, neg, model, terms)
                     found[target] = RawCti(
                         job.action, target, None if pre is None else concretize(pre, model),
                         concretize(post, model),
                         {n: model.eval(t, model_completion=True).as_long() for n, t in pterms.items()},
                     )
             finally:
-                stats = own[target]
-                stats[0] += budget.paths - before[0]
-                stats[1] += budget.checks - before[1]
-                stats[2] += budget.solver_seconds - before[2]
+                _charge(target, before)
         if len(found) == len(targets):
             raise _Found()
 
@@ -202,9 +235,9 @@ def run_query(spec: Spec, job: Job, assumed: tuple[Property, ...], lifted: tuple
                 if ex.model is None:
                     return
                 with guarded():
-                    assumptions = [ex.formula(fn, p, pre) for fn in fns]
+                    assumptions = [_pre_formula(ex, fn, p, pre, spec, lifted, shape) for fn in fns]
                     if constraint is not None:
-                        assumptions.append(ex.formula(constraint, p, pre))
+                        assumptions.append(_pre_formula(ex, constraint, p, pre, spec, lifted, shape))
                 solver.add(assumptions)
                 ex.model = ex.model_of(z3.BoolVal(True))
                 if ex.model is None:

@@ -22,7 +22,9 @@ from typing import Any, Callable, Iterator
 import z3
 
 from kafkamc.checker.symbolic.context import activate, unsupported
-from kafkamc.checker.symbolic.values import SymBool, SymInt, as_bool
+from kafkamc.checker.symbolic.values import (
+    SymBool, SymInt, as_bool, ast_id, bool_value, fast_and, fast_not, fast_or, fast_simplify,
+)
 from kafkamc.errors import KafkamcError, SymbolicUnsupported
 
 __all__ = ["Explorer", "Budget", "PathLimit", "SolverUnknown", "truth"]
@@ -56,7 +58,7 @@ class Budget:
         left = self.deadline - time.monotonic()
         if left <= 0:
             raise SolverUnknown("the query's time limit was reached")
-        return max(1, int(left * 1000))
+        return max(1, int(min(left * 1000, 2**31 - 1)))  # Z3 takes an unsigned int of ms
 
 
 @dataclass(slots=True)
@@ -159,12 +161,11 @@ class Explorer:
 
     def decide(self, cond: z3.BoolRef) -> bool:
         """``bool()`` of a symbolic condition: True first, then False, each if feasible."""
-        cond = z3.simplify(cond)
-        if z3.is_true(cond):
-            return True
-        if z3.is_false(cond):
-            return False
-        key_id = cond.get_id()
+        cond = fast_simplify(cond)
+        constant = bool_value(cond)
+        if constant is not None:
+            return constant
+        key_id = ast_id(cond)
         known = self._known(key_id)
         if known is not None:
             return known
@@ -172,15 +173,16 @@ class Explorer:
         if run.pos < len(run.trail):
             return self._replay(cond, key_id)
         if not self.prune:
-            return self._take(_Decision(cond, key_id, [cond, z3.Not(cond)], [True, False], [None, None]))
+            return self._take(_Decision(cond, key_id, [cond, fast_not(cond)], [True, False], [None, None]))
         holds = z3.is_true(self.model.eval(cond, model_completion=True))
-        other = self._check(z3.Not(cond) if holds else cond)
+        negated = fast_not(cond)
+        other = self._check(negated if holds else cond)
         if holds:
             options, values, models = [cond], [True], [self.model]
             if other is not None:
-                options.append(z3.Not(cond)); values.append(False); models.append(other)
+                options.append(negated); values.append(False); models.append(other)
         else:
-            options, values, models = [z3.Not(cond)], [False], [self.model]
+            options, values, models = [negated], [False], [self.model]
             if other is not None:
                 options.insert(0, cond); values.insert(0, True); models.insert(0, other)
         return self._take(_Decision(cond, key_id, options, values, models))
@@ -191,7 +193,7 @@ class Explorer:
         if z3.is_int_value(term):
             return term.as_long()
         run = self._run
-        term_id = term.get_id()
+        term_id = ast_id(term)
         if run.pos < len(run.trail):
             return self._replay(term, term_id)
         found: dict[int, Any] = {}
@@ -249,7 +251,7 @@ class Explorer:
         return self._run.pos >= self._run.forced
 
     def path_condition(self) -> z3.BoolRef:
-        return z3.And([d.options[d.chosen] for d in self._run.trail])
+        return fast_and([d.options[d.chosen] for d in self._run.trail])
 
     # -- the depth-first enumeration -------------------------------------------------------------
     def paths(self, body: Callable[[], Any]) -> Iterator[tuple[z3.BoolRef, Any]]:
@@ -307,8 +309,8 @@ class Explorer:
         """The Z3 formula, over the current path's terms, of ``fn(*args)`` being true: the
         disjunction over its paths (explored nested, relative to the current path)."""
         inner = Explorer(self.solver, self.model, self.budget, formatting_allowed=False, prune=False)
-        parts = [z3.And(pc, truth(value)) for pc, value in inner.paths(lambda: fn(*args))]
-        return z3.simplify(z3.Or(parts)) if parts else z3.BoolVal(False)
+        parts = [fast_and([pc, truth(value)]) for pc, value in inner.paths(lambda: fn(*args))]
+        return fast_or(parts)
 
 
 def _spec_error(exc: BaseException) -> SymbolicUnsupported:

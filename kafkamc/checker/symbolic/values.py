@@ -22,10 +22,64 @@ from enum import IntEnum
 from typing import Any
 
 import z3
+from z3 import z3core
 
 from kafkamc.checker.symbolic.context import PLACEHOLDER, current, unsupported
 
-__all__ = ["SymInt", "SymBool", "as_arith", "as_bool", "is_symbolic"]
+__all__ = ["SymInt", "SymBool", "as_arith", "as_bool", "is_symbolic", "fast_simplify", "bool_value", "ast_id",
+           "fast_and", "fast_or", "fast_not"]
+
+# Comparisons and simplification are the hot path of every symbolic run; z3py's operators coerce
+# and sort-check each operand, so the few used here call the C API directly on the main context.
+_CTX = z3.main_ctx()
+_REF = _CTX.ref()
+
+
+def _rel(mk: Any, a: z3.ExprRef, b: z3.ExprRef) -> z3.BoolRef:
+    return z3.BoolRef(mk(_REF, a.as_ast(), b.as_ast()), _CTX)
+
+
+def _ne(a: z3.ExprRef, b: z3.ExprRef) -> z3.BoolRef:
+    return z3.BoolRef(z3core.Z3_mk_not(_REF, z3core.Z3_mk_eq(_REF, a.as_ast(), b.as_ast())), _CTX)
+
+
+def fast_simplify(e: z3.BoolRef) -> z3.BoolRef:
+    return z3.BoolRef(z3core.Z3_simplify(_REF, e.as_ast()), _CTX)
+
+
+def bool_value(e: z3.BoolRef) -> bool | None:
+    """True or False for a constant, None otherwise."""
+    v = z3core.Z3_get_bool_value(_REF, e.as_ast())
+    return True if v == 1 else (False if v == -1 else None)
+
+
+_TRUE = z3.BoolVal(True)
+_FALSE = z3.BoolVal(False)
+
+
+def _nary(mk: Any, parts: list[z3.BoolRef], empty: z3.BoolRef) -> z3.BoolRef:
+    if not parts:
+        return empty
+    if len(parts) == 1:
+        return parts[0]
+    arr = (z3.Ast * len(parts))(*(e.as_ast() for e in parts))
+    return z3.BoolRef(mk(_REF, len(parts), arr), _CTX)
+
+
+def fast_and(parts: list[z3.BoolRef]) -> z3.BoolRef:
+    return _nary(z3core.Z3_mk_and, parts, _TRUE)
+
+
+def fast_or(parts: list[z3.BoolRef]) -> z3.BoolRef:
+    return _nary(z3core.Z3_mk_or, parts, _FALSE)
+
+
+def fast_not(e: z3.BoolRef) -> z3.BoolRef:
+    return z3.BoolRef(z3core.Z3_mk_not(_REF, e.as_ast()), _CTX)
+
+
+def ast_id(e: z3.ExprRef) -> int:
+    return z3core.Z3_get_ast_id(_REF, e.as_ast())
 
 
 _SMALL = {i: z3.IntVal(i) for i in range(-8, 65)}  # cached: IntVal is a measurable cost per run
@@ -188,16 +242,16 @@ class SymInt(_Opaque):
         o = as_arith(other)
         return NotImplemented if o is None else SymBool(op(self.z, o))
 
-    def __eq__(self, o: Any) -> Any: return self._cmp(o, lambda a, b: a == b)  # type: ignore[override]
-    def __ne__(self, o: Any) -> Any: return self._cmp(o, lambda a, b: a != b)  # type: ignore[override]
-    def __lt__(self, o: Any) -> Any: return self._cmp(o, lambda a, b: a < b)
-    def __le__(self, o: Any) -> Any: return self._cmp(o, lambda a, b: a <= b)
-    def __gt__(self, o: Any) -> Any: return self._cmp(o, lambda a, b: a > b)
-    def __ge__(self, o: Any) -> Any: return self._cmp(o, lambda a, b: a >= b)
+    def __eq__(self, o: Any) -> Any: return self._cmp(o, lambda a, b: _rel(z3core.Z3_mk_eq, a, b))  # type: ignore[override]
+    def __ne__(self, o: Any) -> Any: return self._cmp(o, _ne)  # type: ignore[override]
+    def __lt__(self, o: Any) -> Any: return self._cmp(o, lambda a, b: _rel(z3core.Z3_mk_lt, a, b))
+    def __le__(self, o: Any) -> Any: return self._cmp(o, lambda a, b: _rel(z3core.Z3_mk_le, a, b))
+    def __gt__(self, o: Any) -> Any: return self._cmp(o, lambda a, b: _rel(z3core.Z3_mk_gt, a, b))
+    def __ge__(self, o: Any) -> Any: return self._cmp(o, lambda a, b: _rel(z3core.Z3_mk_ge, a, b))
 
     # -- where Python needs a concrete answer -------------------------------------------------
     def __bool__(self) -> bool:
-        return current().decide(self.z != 0)
+        return current().decide(_ne(self.z, _SMALL[0]))
 
     def __index__(self) -> int:
         return current().choose_value(self.z)
