@@ -26,7 +26,8 @@ slow = pytest.mark.skipif(not os.environ.get("KAFKAMC_SLOW_TESTS"), reason="slow
 CONTROLLER_AUX = (
     "controller-epoch-zk-version-in-step", "controller-context-epoch-in-step", "controller-epochs-not-ahead",
     "controller-znode-owner-is-current", "down-brokers-forget", "bounded-events-counted",
-    "requests-only-to-running-brokers",
+    "requests-only-to-running-brokers", "live-controller-owns-znode", "partition-epoch-in-step",
+    "elections-need-session-loss",
 )
 CONTROLLER_DEFAULTS = ("single-controller-per-epoch", "controller-epoch-monotonic", "no-stale-request-applied",
                        "zk-writes-fenced")

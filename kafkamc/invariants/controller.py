@@ -20,6 +20,9 @@ __all__ = [
     "down_brokers_forget",
     "bounded_events_counted",
     "requests_only_to_running_brokers",
+    "live_controller_owns_znode",
+    "partition_epoch_in_step",
+    "elections_need_session_loss",
 ]
 
 
@@ -169,3 +172,47 @@ def requests_only_to_running_brokers(p, s) -> bool:
     is also rejected by its broker epoch)."""
     brokers = s.brokers
     return all(brokers[r.dest - 1].up for r in s.in_flight)
+
+
+@invariant(
+    "live-controller-owns-znode",
+    "a broker with a live session that believes it is controller owns /controller with the current epoch",
+)
+def live_controller_owns_znode(p, s) -> bool:
+    """/controller changes owner only when its owner's session ends (expiry or crash), and a
+    broker that still believes it is controller without owning it learns so by the /controller
+    watch or a ControllerMovedException (``maybeResign``). Only a broker whose session expired
+    unnoticed (the zombie of KAFKA-6082) can act on an old epoch."""
+    for i, b in enumerate(s.brokers, 1):
+        if b.up and b.session == 1 and b.active_controller == i and b.epoch > 0:
+            if s.controller != i or b.epoch != s.controller_epoch:
+                return False
+    return True
+
+
+@invariant(
+    "partition-epoch-in-step",
+    "every partition state write bumps the leader epoch and the zkVersion together; an unwritten one is the initial",
+)
+def partition_epoch_in_step(p, s) -> bool:
+    """``PartitionStateMachine`` writes the partition znode with a new leader epoch, conditioned on
+    its zkVersion (the partition epoch), so both count the writes; before the first write the znode
+    holds no leader and the full replica set as ISR; after it, the leader written is in the ISR written."""
+    part = s.partition
+    if part.zk_version != part.leader_epoch:
+        return False
+    if part.leader_epoch == 0:
+        return part.leader == 0 and part.controller_epoch == 0 and len(part.isr) == len(s.brokers)
+    # Written by a controller (epoch >= 1) that chose the leader from the new ISR.
+    return part.controller_epoch >= 1 and part.leader in part.isr
+
+
+@invariant(
+    "elections-need-session-loss",
+    "each controller election after the first needed the previous controller's session to end",
+)
+def elections_need_session_loss(p, s) -> bool:
+    """/controller is ephemeral: a new controller is elected only once the owner's ZooKeeper session
+    ended by expiry or crash, so the controller epoch is at most the expiries plus crashes, plus one
+    while /controller exists."""
+    return s.controller_epoch <= s.expiries + s.crashes + (1 if s.controller != 0 else 0)

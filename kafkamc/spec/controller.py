@@ -81,7 +81,10 @@ from kafkamc.invariants.controller import (
     controller_epochs_not_ahead,
     controller_znode_owner_is_current,
     down_brokers_forget,
+    elections_need_session_loss,
+    live_controller_owns_znode,
     no_stale_request_applied,
+    partition_epoch_in_step,
     requests_only_to_running_brokers,
     single_controller_per_epoch,
     zk_writes_fenced,
@@ -204,6 +207,9 @@ class Controller(Spec):
         down_brokers_forget,
         bounded_events_counted,
         requests_only_to_running_brokers,
+        live_controller_owns_znode,
+        partition_epoch_in_step,
+        elections_need_session_loss,
     )
     recoverability = (controller_can_recover,)
     default_invariants = (
