@@ -243,3 +243,29 @@ def test_controller_epoch_fencing_gives_reachable_zombie_cti():
     assert result.result == CTI_FOUND and result.cti.violated == "zk-writes-fenced"
     assert result.cti.action == "elect_leader" and result.cti.reachable
     _assert_cti_is_concrete(spec, result)
+
+
+# -- the command line ------------------------------------------------------------------------
+
+def test_cli_exit_codes_and_json(capsys, tmp_path):
+    import json
+
+    from kafkamc.cli import main
+
+    assert main(["prove", "provespecs:Lagging", "-i", "y-non-negative", "-i", "x-non-negative", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["result"] == "proved" and doc["lifted"] == ["bound"] and doc["cti"] is None
+    assert {q["verdict"] for q in doc["queries"]} == {"proved"}
+    assert main(["prove", "provespecs:Lagging", "-i", "y-non-negative", "--json", "--out", str(tmp_path)]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["result"] == "cti" and doc["cti"]["reachable"] is False and doc["cti"]["violated"] == "y-non-negative"
+    assert doc["cti"]["pre"]["x"] < 0 and doc["cti"]["action"] == "Step"
+    assert (tmp_path / "lagging.prove.json").exists()
+    # A bound given with -p stays concrete: the proof is then for that value only.
+    assert main(["prove", "provespecs:Counter1000", "-p", "bound=5", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["lifted"] == []
+    assert main(["prove", "provespecs:IntSpec"]) == 3
+    assert "int() of a symbolic value" in capsys.readouterr().err
+    assert main(["prove", "provespecs:Lagging", "-i", "nope"]) == 2
+    assert main(["prove", "provespecs:Lagging", "-i", "y-non-negative", "--timeout", "0.000001"]) == 4
+    assert "unknown" in capsys.readouterr().out
