@@ -13,11 +13,11 @@ number of workers. The first query in that order with a counterexample gives the
 from __future__ import annotations
 
 import multiprocessing
-import os
 import resource
 import time
 from typing import Iterable, Sequence
 
+from kafkamc.checker.multicore import available_cores
 from kafkamc.errors import UsageError
 from kafkamc.invariants.api import Property
 from kafkamc.prover.cti import search_pre_state, verify_cti
@@ -86,7 +86,7 @@ def prove(
         raise UsageError(f"spec {cls.name} declares no domain(p) hook (the type of its states), which prove needs")
     started, cpu0 = time.perf_counter(), _cpu()
     jobs = _jobs(spec, props)
-    workers = max(1, min(workers or _cores(), len(jobs)))
+    workers = max(1, min(workers or available_cores(), len(jobs)))
     _WORK = (spec, jobs, props, lifted, timeout, max_paths)
     try:
         if workers == 1:
@@ -116,9 +116,3 @@ def prove(
         queries=queries, cti=cti,
     )
 
-
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
