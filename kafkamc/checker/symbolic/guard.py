@@ -37,8 +37,7 @@ _Z3 = os.sep + "z3" + os.sep
 _NONDETERMINISTIC_MODULES = {"random", "_random", "secrets", "uuid", "time", "datetime", "_datetime", "os", "posix"}
 _IMMUTABLE = (
     int, float, complex, str, bytes, bool, type(None), type(Ellipsis), range, type, types.ModuleType,
-    types.FunctionType, types.BuiltinFunctionType, types.BuiltinMethodType, types.MethodType,
-    staticmethod, classmethod, property, enum.Enum, SymInt, SymBool,
+    types.FunctionType, staticmethod, classmethod, property, enum.Enum, SymInt, SymBool,
 )
 _verdicts: dict[types.CodeType, tuple[bool, str | None]] = {}
 
@@ -46,6 +45,10 @@ _verdicts: dict[types.CodeType, tuple[bool, str | None]] = {}
 def _immutable(value: Any, depth: int = 0) -> bool:
     if isinstance(value, _IMMUTABLE):
         return True
+    if isinstance(value, (types.BuiltinFunctionType, types.MethodType)):
+        # A bound method carries its object: ``append = _log.append`` is as mutable as ``_log``.
+        owner = getattr(value, "__self__", None)
+        return owner is None or isinstance(owner, (types.ModuleType, type)) or _immutable(owner, depth + 1)
     if depth > 4:
         return False
     if isinstance(value, (tuple, frozenset)):
