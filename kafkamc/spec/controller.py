@@ -89,7 +89,7 @@ from kafkamc.invariants.controller import (
     single_controller_per_epoch,
     zk_writes_fenced,
 )
-from kafkamc.spec import domain as d
+from kafkamc.spec import domain as ty
 from kafkamc.spec.api import Param, Spec, action
 
 __all__ = ["Controller", "ControllerState", "Broker", "PartitionState", "Request", "Session", "Kind"]
@@ -228,27 +228,27 @@ class Controller(Spec):
     def domain(p):
         """TypeOK: every field in its range; the counters bounded by their (possibly lifted) bounds."""
         n = p.brokers
-        broker_id = d.Int(0, n)  # NONE or a broker
-        epoch = d.Int(0, p.elections)
-        leader_epoch = d.Int(0, p.leader_epochs)
-        return d.Record(
+        broker_id = ty.Int(0, n)  # NONE or a broker
+        epoch = ty.Int(0, p.elections)
+        leader_epoch = ty.Int(0, p.leader_epochs)
+        return ty.Record(
             ControllerState,
             controller=broker_id,
             controller_epoch=epoch,
-            controller_epoch_zk_version=d.Int(0),
-            partition=d.Record(PartitionState, leader=broker_id, leader_epoch=leader_epoch,
-                               isr=d.Subset(1, n, nonempty=True), controller_epoch=epoch, zk_version=d.Int(0)),
-            brokers=d.Tuple(d.Record(
-                Broker, up=d.Bool(), session=d.Enum(Session), active_controller=broker_id, epoch=epoch,
-                epoch_zk_version=d.Int(0), context_leader_epoch=leader_epoch, seen_controller_epoch=epoch,
+            controller_epoch_zk_version=ty.Int(0),
+            partition=ty.Record(PartitionState, leader=broker_id, leader_epoch=leader_epoch,
+                               isr=ty.Subset(1, n, nonempty=True), controller_epoch=epoch, zk_version=ty.Int(0)),
+            brokers=ty.Tuple(ty.Record(
+                Broker, up=ty.Bool(), session=ty.Enum(Session), active_controller=broker_id, epoch=epoch,
+                epoch_zk_version=ty.Int(0), context_leader_epoch=leader_epoch, seen_controller_epoch=epoch,
                 leader_epoch=leader_epoch), n),
-            in_flight=d.Bag(d.Record(Request, kind=d.Enum(Kind), dest=d.Int(1, n), controller_epoch=epoch,
+            in_flight=ty.Bag(ty.Record(Request, kind=ty.Enum(Kind), dest=ty.Int(1, n), controller_epoch=epoch,
                                      leader_epoch=leader_epoch), p.in_flight),
-            sent=d.Int(0, p.requests),
-            expiries=d.Int(0, p.expiries),
-            crashes=d.Int(0, p.crashes),
-            stale_applied=d.Bool(),
-            unfenced_write=d.Bool(),
+            sent=ty.Int(0, p.requests),
+            expiries=ty.Int(0, p.expiries),
+            crashes=ty.Int(0, p.crashes),
+            stale_applied=ty.Bool(),
+            unfenced_write=ty.Bool(),
         )
 
     # -- ZooKeeper sessions, election and watches ---------------------------------------------

@@ -23,7 +23,7 @@ import z3
 
 from kafkamc.checker.symbolic.context import activate, unsupported
 from kafkamc.checker.symbolic.values import (
-    SymBool, SymInt, as_bool, ast_id, bool_value, fast_and, fast_not, fast_or, fast_simplify,
+    SymInt, as_bool, ast_id, bool_value, fast_and, fast_not, fast_or, fast_simplify,
 )
 from kafkamc.errors import KafkamcError, SymbolicUnsupported
 
