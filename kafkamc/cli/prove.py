@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from typing import Any
 
 from kafkamc.cli.output import file_part, write_counterexample
@@ -51,7 +52,15 @@ def register(subparsers: Any) -> None:
                           "beyond it the queries are unknown")
     cmd.add_argument("--workers", type=int, default=None, metavar="N",
                      help="processes (default: the cores available); results do not depend on it")
+    cmd.add_argument("--progress", action="store_true", help="print a line per action on stderr as it completes")
     cmd.set_defaults(run=_cmd_prove)
+
+
+def _print_progress(queries: tuple[Any, ...]) -> None:
+    if queries:
+        verdicts = ", ".join(f"{v} {sum(q.verdict == v for q in queries)}" for v in sorted({q.verdict for q in queries}))
+        print(f"{queries[0].action}: {len(queries)} queries ({verdicts}), {queries[0].seconds:.1f} s",
+              file=sys.stderr, flush=True)
 
 
 def _cmd_prove(args: argparse.Namespace) -> int:
@@ -62,7 +71,9 @@ def _cmd_prove(args: argparse.Namespace) -> int:
     props = select_properties(cls, args.invariant)
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers {args.workers}: allowed: a positive integer")
-    result = prove(spec, props, lifted=lifted, timeout=args.timeout, workers=args.workers)
+    show = args.progress or (sys.stderr.isatty() and not args.json)
+    result = prove(spec, props, lifted=lifted, timeout=args.timeout, workers=args.workers,
+                   progress=_print_progress if show else None)
     written: list[str] = []
     if args.out:
         os.makedirs(args.out, exist_ok=True)

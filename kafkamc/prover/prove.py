@@ -15,7 +15,7 @@ from __future__ import annotations
 import multiprocessing
 import resource
 import time
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from kafkamc.checker.multicore import available_cores
 from kafkamc.errors import UsageError
@@ -63,9 +63,11 @@ def prove(
     max_paths: int = DEFAULT_MAX_PATHS,
     workers: int | None = None,
     search: bool = True,
+    progress: Callable[[tuple[QueryResult, ...]], None] | None = None,
 ) -> ProofResult:
     """Prove the conjunction of ``invariants`` inductive for ``spec``; ``lifted`` names the
-    parameters treated as symbolic (default: every ``Param(lift=True)``)."""
+    parameters treated as symbolic (default: every ``Param(lift=True)``). ``progress`` is called
+    with the queries of each action as they complete, in declaration order."""
     global _WORK
     cls = type(spec)
     props = tuple(invariants)
@@ -89,11 +91,18 @@ def prove(
     workers = max(1, min(workers or available_cores(), len(jobs)))
     _WORK = (spec, jobs, props, lifted, timeout, max_paths)
     try:
+        outcomes = []
         if workers == 1:
-            outcomes = [_run(i) for i in range(len(jobs))]
+            for i in range(len(jobs)):
+                outcomes.append(_run(i))
+                if progress:
+                    progress(outcomes[-1][0])
         else:
             with multiprocessing.get_context("fork").Pool(workers) as pool:
-                outcomes = list(pool.imap(_run, range(len(jobs)), chunksize=1))
+                for outcome in pool.imap(_run, range(len(jobs)), chunksize=1):
+                    outcomes.append(outcome)
+                    if progress:
+                        progress(outcome[0])
     finally:
         _WORK = None
     queries = tuple(q for qs, _ in outcomes for q in qs)
