@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 __all__ = ["KafkamcError", "UsageError", "SpecLoadError", "SpecRaised", "SpecError", "MalformedSpec", "EngineError",
-           "short_repr"]
+           "SymbolicUnsupported", "SoundnessError", "short_repr"]
 
 
 class KafkamcError(Exception):
@@ -60,3 +60,15 @@ class EngineError(KafkamcError):
     """The engine could not finish (for instance a lost Spark cluster); exit 3, no result written."""
 
     exit_code = 3
+
+
+class SymbolicUnsupported(KafkamcError):
+    """``prove`` met a construct it cannot execute exactly on symbolic values (exit 3); the message
+    names the construct, the function and the line. Never silently approximated."""
+
+    exit_code = 3
+
+
+class SoundnessError(EngineError):
+    """The prover's symbolic answer disagreed with the concrete replay of the spec: an internal
+    bug, reported instead of an unchecked result (exit 3)."""

@@ -1,8 +1,9 @@
 """The command line: ``main(argv) -> int`` is the whole CLI, testable without a subprocess.
 
-Exit codes (a stable contract): 0 ok; 1 an invariant was violated; 2 bad invocation or input;
-3 the spec raised during exploration (or the engine failed); 4 incomplete (a bound, the memory
-guard, Ctrl-C, SIGTERM or SIGHUP).
+Exit codes (a stable contract): 0 ok (prove: proved); 1 an invariant was violated (prove: a
+counterexample to induction); 2 bad invocation or input; 3 the spec raised during exploration, the
+engine failed, or a spec function cannot be executed symbolically; 4 incomplete (a bound, the memory
+guard, Ctrl-C, SIGTERM or SIGHUP; prove: unknown).
 
 A reader that goes away (``kafkamc check ... | head -1``) does not change the exit code: the run
 completes, its files are written, the rest of its output is discarded and the exit code is the
@@ -36,6 +37,7 @@ COMMAND_MODULES = (
     "kafkamc.cli.trace",
     "kafkamc.cli.simulate",
     "kafkamc.cli.graph",
+    "kafkamc.cli.prove",
 )
 
 

@@ -38,6 +38,13 @@ class Param:
     choices: tuple[Value, ...] | None = None
     min: int | None = None
     max: int | None = None
+    # Only bounds a counter, so ``kafkamc prove`` may treat it as symbolic: the proof then covers
+    # every value >= min at once (an int parameter only).
+    lift: bool = False
+
+    def __post_init__(self) -> None:
+        if self.lift and type(self.default) is not int:
+            raise ValueError(f"parameter {self.name}: only an int parameter can be lifted")
 
     @property
     def type(self) -> type:
@@ -216,6 +223,8 @@ class Spec:
       constraint(p, state) -> bool: a state outside it is checked but not expanded (optional)
       symmetry(p, state) -> state: canonical representative, used only with --symmetry (optional)
       view(p, state) -> value: the projection that is fingerprinted (optional)
+      domain(p) -> kafkamc.spec.domain.Domain: the type of every state (TypeOK), needed only by
+        ``kafkamc prove``; ``p`` holds symbolic values for the lifted parameters (optional)
     """
 
     name: ClassVar[str] = ""
@@ -232,6 +241,7 @@ class Spec:
     constraint: ClassVar[Callable[[Params, Any], bool] | None] = None
     symmetry: ClassVar[Callable[[Params, Any], Any] | None] = None
     view: ClassVar[Callable[[Params, Any], Any] | None] = None
+    domain: ClassVar[Callable[[Params], Any] | None] = None
 
     _actions: ClassVar[tuple[Action, ...]] = ()
 
@@ -250,7 +260,7 @@ class Spec:
                     seen.add(attr)
                     found.append(Action(attr, fn))
         cls._actions = tuple(found)
-        for hook in ("init_states", "constraint", "symmetry", "view"):
+        for hook in ("init_states", "constraint", "symmetry", "view", "domain"):
             value = cls.__dict__.get(hook)
             if callable(value) and not isinstance(value, staticmethod):
                 # Hooks take (p, ...) like actions, never self.

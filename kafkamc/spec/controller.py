@@ -75,11 +75,22 @@ from itertools import permutations, product
 from kafkamc.invariants.liveness import controller_eventually_elected
 from kafkamc.invariants.recoverability import controller_can_recover
 from kafkamc.invariants.controller import (
+    bounded_events_counted,
+    controller_context_epoch_in_step,
     controller_epoch_monotonic,
+    controller_epoch_zk_version_in_step,
+    controller_epochs_not_ahead,
+    controller_znode_owner_is_current,
+    down_brokers_forget,
+    elections_need_session_loss,
+    live_controller_owns_znode,
     no_stale_request_applied,
+    partition_epoch_in_step,
+    requests_only_to_running_brokers,
     single_controller_per_epoch,
     zk_writes_fenced,
 )
+from kafkamc.spec import domain as ty
 from kafkamc.spec.api import Param, Spec, action
 
 __all__ = ["Controller", "ControllerState", "Broker", "PartitionState", "Request", "Session", "Kind"]
@@ -177,11 +188,11 @@ class Controller(Spec):
               "zkVersion (KAFKA-6082, Kafka 2.1+)",
               choices=("none", "epoch", "zkversion")),
         Param("brokers", 3, "number of brokers; every broker is a replica of the partition", min=2, max=5),
-        Param("elections", 2, "bound on controller elections (the highest /controller_epoch)", min=1, max=6),
-        Param("expiries", 1, "bound on ZooKeeper session expiries", min=0, max=4),
-        Param("crashes", 0, "bound on broker crashes (each may restart)", min=0, max=4),
-        Param("leader_epochs", 1, "bound on the partition's leader epoch (leader elections)", min=1, max=6),
-        Param("requests", 2, "bound on control requests sent in all, duplicates included", min=1, max=8),
+        Param("elections", 2, "bound on controller elections (the highest /controller_epoch)", min=1, max=6, lift=True),
+        Param("expiries", 1, "bound on ZooKeeper session expiries", min=0, max=4, lift=True),
+        Param("crashes", 0, "bound on broker crashes (each may restart)", min=0, max=4, lift=True),
+        Param("leader_epochs", 1, "bound on the partition's leader epoch (leader elections)", min=1, max=6, lift=True),
+        Param("requests", 2, "bound on control requests sent in all, duplicates included", min=1, max=8, lift=True),
         Param("in_flight", 2, "bound on control requests in flight at once", min=1, max=8),
     )
     # brokers[b - 1] is broker b: one swim lane per broker in the viewer, b1 in traces.
@@ -191,6 +202,17 @@ class Controller(Spec):
         controller_epoch_monotonic,
         no_stale_request_applied,
         zk_writes_fenced,
+        # Auxiliary invariants for ``kafkamc prove`` (not defaults; each holds under ``check`` too).
+        controller_epoch_zk_version_in_step,
+        controller_context_epoch_in_step,
+        controller_epochs_not_ahead,
+        controller_znode_owner_is_current,
+        down_brokers_forget,
+        bounded_events_counted,
+        requests_only_to_running_brokers,
+        live_controller_owns_znode,
+        partition_epoch_in_step,
+        elections_need_session_loss,
     )
     recoverability = (controller_can_recover,)
     liveness = (controller_eventually_elected,)
@@ -213,6 +235,32 @@ class Controller(Spec):
         n = p.brokers
         part = PartitionState(NONE, 0, tuple(range(1, n + 1)), 0, 0)
         yield ControllerState(NONE, 0, 0, part, (_FRESH,) * n, (), 0, 0, 0, False, False)
+
+    def domain(p):
+        """TypeOK: every field in its range; the counters bounded by their (possibly lifted) bounds."""
+        n = p.brokers
+        broker_id = ty.Int(0, n)  # NONE or a broker
+        epoch = ty.Int(0, p.elections)
+        leader_epoch = ty.Int(0, p.leader_epochs)
+        return ty.Record(
+            ControllerState,
+            controller=broker_id,
+            controller_epoch=epoch,
+            controller_epoch_zk_version=ty.Int(0),
+            partition=ty.Record(PartitionState, leader=broker_id, leader_epoch=leader_epoch,
+                               isr=ty.Subset(1, n, nonempty=True), controller_epoch=epoch, zk_version=ty.Int(0)),
+            brokers=ty.Tuple(ty.Record(
+                Broker, up=ty.Bool(), session=ty.Enum(Session), active_controller=broker_id, epoch=epoch,
+                epoch_zk_version=ty.Int(0), context_leader_epoch=leader_epoch, seen_controller_epoch=epoch,
+                leader_epoch=leader_epoch), n),
+            in_flight=ty.Bag(ty.Record(Request, kind=ty.Enum(Kind), dest=ty.Int(1, n), controller_epoch=epoch,
+                                     leader_epoch=leader_epoch), p.in_flight),
+            sent=ty.Int(0, p.requests),
+            expiries=ty.Int(0, p.expiries),
+            crashes=ty.Int(0, p.crashes),
+            stale_applied=ty.Bool(),
+            unfenced_write=ty.Bool(),
+        )
 
     # -- ZooKeeper sessions, election and watches ---------------------------------------------
 
