@@ -21,12 +21,12 @@ CONFIGS: dict[str, tuple[str, dict[str, object], str]] = {
     "controller-default": ("controller", {}, "the default controller check"),
     "controller-epoch": ("controller", {"fencing": "epoch"}, "Kafka < 2.1 fencing (violates zk-writes-fenced)"),
     "controller-large": ("controller", {"leader_epochs": 2, "crashes": 1}, "the minutes-long controller check"),
-    "replication-kip279-2r": ("replication", {"truncation": "kip279", "replicas": 2}, "TLC parity: 9,027 states"),
-    "replication-kip320-2r": ("replication", {"truncation": "kip320", "replicas": 2}, "TLC parity: 5,973 states"),
+    "replication-kip279-2r": ("replication", {"model": "tla", "truncation": "kip279", "replicas": 2}, "TLC parity: 9,027 states"),
+    "replication-kip320-2r": ("replication", {"model": "tla", "truncation": "kip320", "replicas": 2}, "TLC parity: 5,973 states"),
     "replication-kip320-first-try-2r": (
-        "replication", {"truncation": "kip320-first-try", "replicas": 2}, "TLC parity: 8,429 states"),
+        "replication", {"model": "tla", "truncation": "kip320-first-try", "replicas": 2}, "TLC parity: 8,429 states"),
     "replication-kip320-3r": (
-        "replication", {"truncation": "kip320", "replicas": 3, "log_size": 2, "max_records": 2, "max_leader_epoch": 2},
+        "replication", {"model": "tla", "truncation": "kip320", "replicas": 3, "log_size": 2, "max_records": 2, "max_leader_epoch": 2},
         "TLC parity: 737,794 states, depth 26 (TLC: 30 s with 2 workers, 54 s with 1)"),
     "replication-kip279-3r": ("replication", {"truncation": "kip279", "replicas": 3}, "violates strong-isr"),
     "transactions-default": ("transactions", {}, "the default transactions check"),

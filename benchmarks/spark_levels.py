@@ -27,7 +27,7 @@ import time
 
 CONFIGS = {
     # The performance target: 737,794 distinct states, depth 26.
-    "replication-737k": ("replication", ["truncation=kip320", "replicas=3"]),
+    "replication-737k": ("replication", ["model=tla", "truncation=kip320", "replicas=3"]),
     # The same model with two replicas: 5,973 states, 18 levels (a quick smoke run).
     "replication-small": ("replication", []),
     # A violating run: KIP-101 with three replicas, strong-isr fails at depth 11.

@@ -199,11 +199,13 @@ def test_ctrl_c_reports_incomplete_with_stats(workers):
     assert doc["distinct_states"] > 2000 and "Traceback" not in err
 
 
-def test_user_spec_trace_replays_without_spec_option(tmp_path, capsys):
+def test_user_spec_trace_replays_with_trust_or_spec_option(tmp_path, capsys):
     code, _, _ = run(capsys, "check", "toyspecs:Counters", "-p", "limit=2", "--out", str(tmp_path))
     assert code == 1
     for name in ("counters-x-below-limit.trace.json", "counters-x-below-limit.itf.json"):
-        code, out, err = run(capsys, "trace", "replay", str(tmp_path / name))
+        code, out, err = run(capsys, "trace", "replay", str(tmp_path / name), "--trust")
+        assert code == 0, err
+        code, out, err = run(capsys, "trace", "replay", str(tmp_path / name), "--spec", "toyspecs:Counters")
         assert code == 0, err
 
 

@@ -259,6 +259,6 @@ def test_hanging_transaction_stops_the_lso_before_kip_890(version, stuck):
         actions = [st.action for st in r.trace.steps]
         assert any(a and a.startswith("DeliverDelayed(Produce") for a in actions)
         last = r.trace.last
-        assert last.partitions[0].txn_first_offset >= 0
+        assert last.partitions[0].producers[0].txn_first_offset >= 0
         assert not _reaches_good(spec, last, lso_can_advance)
         assert all(_reaches_good(spec, st.state, lso_can_advance) for st in r.trace.steps[:-1])

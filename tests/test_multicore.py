@@ -17,6 +17,7 @@ from test_engine import Graph, graphs, spec_for
 def same(a, b):
     assert (a.result, a.violated, a.distinct_states, a.states_generated, a.depth, a.reason) == (
         b.result, b.violated, b.distinct_states, b.states_generated, b.depth, b.reason)
+    assert a.coverage == b.coverage
     if a.trace is None:
         assert b.trace is None
     else:

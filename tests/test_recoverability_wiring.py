@@ -8,6 +8,7 @@ from kafkamc.cli import main
 from kafkamc.invariants import recoverability as rec
 from kafkamc.spec.controller import Session
 from kafkamc.spec.group import ClientState, GroupState
+from kafkamc.spec.transactions import ClientState as ProducerState
 from kafkamc.spec.registry import load_spec_class
 
 
@@ -16,17 +17,18 @@ def test_mirrored_enum_values_match_the_specs():
     assert (rec._GROUP_EMPTY, rec._GROUP_PREPARING, rec._GROUP_STABLE, rec._GROUP_DEAD) == (
         GroupState.EMPTY, GroupState.PREPARING_REBALANCE, GroupState.STABLE, GroupState.DEAD)
     assert (rec._CLIENT_STABLE, rec._CLIENT_FENCED) == (ClientState.STABLE, ClientState.FENCED)
+    assert (rec._PRODUCER_NOT_STARTED, rec._PRODUCER_FATAL) == (ProducerState.NotStarted, ProducerState.FatalError)
 
 
 def test_every_bundled_spec_declares_one():
     expected = {
-        "controller": "controller-can-recover",
-        "group": "group-can-stabilise",
-        "transactions": "lso-can-advance",
-        "replication": "partition-can-recover",
+        "controller": ["controller-can-recover"],
+        "group": ["group-can-stabilise"],
+        "transactions": ["lso-can-advance", "producer-can-write"],
+        "replication": ["partition-can-recover", "isr-can-recover"],
     }
-    for spec, name in expected.items():
-        assert [p.name for p in load_spec_class(spec).recoverability_properties()] == [name]
+    for spec, names in expected.items():
+        assert [p.name for p in load_spec_class(spec).recoverability_properties()] == names
 
 
 def test_check_r_on_a_bundled_spec(capsys):

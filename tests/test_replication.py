@@ -8,15 +8,18 @@ from kafkamc.checker.local import explore
 from kafkamc.errors import UsageError
 from kafkamc.spec.replication import (
     Replication,
+    diverging_truncation_offset,
+    epoch_cache_truncation_offset,
+    fetch_divergence,
     kip101_truncation_offset,
     kip279_truncation_offset,
 )
 
 
-def check(invariant: str | None = None, **params):
+def check(invariant: str | None = None, symmetry: bool = False, **params):
     spec = Replication(**params)
     props = None if invariant is None else [Replication.property_named(invariant)]
-    return explore(spec, props)
+    return explore(spec, props, symmetry=symmetry)
 
 
 # -- Part 1: the reference model ----------------------------------------------------------------
@@ -32,7 +35,7 @@ TLC_PARITY = [
 
 @pytest.mark.parametrize(("truncation", "distinct", "generated", "depth"), TLC_PARITY)
 def test_tlc_parity(truncation, distinct, generated, depth):
-    res = check(truncation=truncation, replicas=2, log_size=2, max_records=2, max_leader_epoch=2)
+    res = check(truncation=truncation, model="tla", replicas=2, log_size=2, max_records=2, max_leader_epoch=2)
     assert res.result == "ok", res.violated
     assert (res.distinct_states, res.states_generated, res.depth) == (distinct, generated, depth)
 
@@ -49,14 +52,14 @@ STRONG_ISR_COUNTEREXAMPLES = [
 
 @pytest.mark.parametrize(("truncation", "sizes", "length"), STRONG_ISR_COUNTEREXAMPLES)
 def test_strong_isr_counterexample_with_three_replicas(truncation, sizes, length):
-    res = check("strong-isr", truncation=truncation, replicas=3, **sizes)
+    res = check("strong-isr", truncation=truncation, model="tla", replicas=3, **sizes)
     assert res.result == "violation"
     assert res.violated == "strong-isr"
     steps = res.trace.steps
     assert len(steps) == length
     assert steps[0].action is None
     # The last state breaks the invariant and no earlier one does.
-    p = Replication(truncation=truncation, replicas=3, **sizes).p
+    p = Replication(truncation=truncation, model="tla", replicas=3, **sizes).p
     strong = Replication.property_named("strong-isr").fn
     assert not strong(p, steps[-1].state)
     assert all(strong(p, st.state) for st in steps[:-1])
@@ -67,15 +70,15 @@ def test_strong_isr_counterexample_with_three_replicas(truncation, sizes, length
 
 
 def test_kip279_is_safe_with_two_replicas_but_hw_and_kip101_are_not():
-    assert check("strong-isr", truncation="kip279").result == "ok"
-    hw = check("strong-isr", truncation="hw")
-    kip101 = check("strong-isr", truncation="kip101")
+    assert check("strong-isr", truncation="kip279", model="tla").result == "ok"
+    hw = check("strong-isr", truncation="hw", model="tla")
+    kip101 = check("strong-isr", truncation="kip101", model="tla")
     assert (hw.result, len(hw.trace.steps)) == ("violation", 10)
     assert (kip101.result, len(kip101.trace.steps)) == ("violation", 12)
 
 
-def test_leader_in_isr_lapses_from_the_start():
-    res = check("leader-in-isr")
+def test_leader_in_isr_lapses_from_the_start_in_the_tla_model():
+    res = check("leader-in-isr", model="tla")
     assert res.result == "violation"
     assert len(res.trace.steps) == 1
 
@@ -134,7 +137,7 @@ def test_acks_1_loses_an_acknowledged_record():
 def test_acks_all_without_unclean_election_loses_nothing_across_crashes(min_isr):
     res = check("no-acked-data-loss", acks="all", min_isr=min_isr, crash=True, **SMALL)
     assert res.result == "ok"
-    assert res.distinct_states > 10_000
+    assert res.distinct_states > 5_000
 
 
 def test_unclean_election_loses_an_acknowledged_record():
@@ -171,12 +174,12 @@ def test_hw_truncation_diverges_without_any_crash():
 
 def test_symmetry_reduces_states_and_keeps_verdicts():
     # Replica ids are interchangeable; with two replicas almost every orbit has two states.
-    plain = check(truncation="kip279")
-    spec = Replication(truncation="kip279")
+    plain = check(truncation="kip279", model="tla")
+    spec = Replication(truncation="kip279", model="tla")
     reduced = explore(spec, symmetry=True)
     assert (reduced.result, reduced.depth) == ("ok", plain.depth)
     assert reduced.distinct_states == 4_514 < plain.distinct_states
-    hw = explore(Replication(truncation="hw"), [Replication.property_named("strong-isr")], symmetry=True)
+    hw = explore(Replication(truncation="hw", model="tla"), [Replication.property_named("strong-isr")], symmetry=True)
     assert (hw.result, len(hw.trace.steps)) == ("violation", 10)
     s = hw.trace.steps[-1].state
     assert Replication.symmetry(spec.p, Replication.symmetry(spec.p, s)) == Replication.symmetry(spec.p, s)
@@ -198,10 +201,178 @@ def test_one_lossy_crash_of_the_last_replica_standing_loses_an_acks_all_record()
         ("hw", {}, ("violation", 14)),  # truncating to the hw keeps what the new leader lacks
         ("kip101", {}, ("ok", None)),
         ("kip101", {"lossy_crash": True}, ("violation", 14)),  # KIP-101 falls back to the hw
-        ("kip279", {"lossy_crash": True}, ("ok", None)),  # KIP-279 closed that hole
+        ("kip279", {"lossy_crash": True}, ("ok", None)),  # the TLA+ common prefix closes that hole
         ("kip320", {"lossy_crash": True}, ("ok", None)),
     ],
 )
 def test_follower_matches_leader_separates_the_truncation_rules(truncation, crash, expected):
-    res = check("follower-matches-leader", truncation=truncation, log_size=1, **crash)
+    res = check("follower-matches-leader", truncation=truncation, model="tla", log_size=1, **crash)
     assert (res.result, res.trace and len(res.trace.steps)) == expected
+
+
+# -- Part 3: Kafka's rules (the default) against the TLA+ model's, and KIP-320 unbundled (issue 15) --
+
+def recover(name: str, **params):
+    from kafkamc.checker.graph import check_recoverability
+
+    spec = Replication(**params)
+    return check_recoverability(spec, [], [Replication.recoverability_named(name)])
+
+
+def test_model_tla_sets_the_defaults_of_the_kafka_rule_flags_only():
+    kafka = Replication().p
+    assert (kafka.model, kafka.keep_last_isr, kafka.leaderless_ok, kafka.restart_epoch, kafka.epoch_cache) == (
+        "kafka", True, True, True, True)
+    assert kafka.isr_join == "leso"
+    tla = Replication(model="tla").p
+    assert (tla.keep_last_isr, tla.leaderless_ok, tla.restart_epoch, tla.epoch_cache, tla.isr_join) == (
+        False, False, False, False, "hw-epoch")
+    # A flag given explicitly wins over model=tla.
+    assert Replication(model="tla", keep_last_isr=True).p.keep_last_isr is True
+    # The KIP-320 fences are Kip320.tla's too, so model=tla leaves them on.
+    assert (tla.fetch_fencing, tla.truncation_fencing, tla.kafka_7164) == (True, True, True)
+    # A spec rebuilt from its resolved parameters (worker processes, trace files) is the same.
+    import pickle
+
+    assert pickle.loads(pickle.dumps(Replication(model="tla"))).p == tla
+
+
+def test_the_controller_never_empties_the_isr():
+    # Without keep_last_isr the TLA+ controller removes the last member and no leader can follow.
+    off = recover("partition-can-recover", keep_last_isr=False)
+    assert (off.result, off.violated, len(off.trace.steps)) == ("violation", "partition-can-recover", 3)
+    assert off.trace.steps[-1].action.startswith("ControllerShrinkIsr(")
+    assert not off.trace.steps[-1].state.quorum_isr
+    on = recover("partition-can-recover")
+    assert on.result == "ok"
+    # From the state before the last step, Kafka's controller keeps the sole member instead.
+    spec = Replication()
+    before = off.trace.steps[-2].state
+    shrunk = [t for a, _, t in spec.successors(before) if a.name == "controller_shrink_isr"]
+    assert shrunk and all(t.quorum_isr == before.quorum_isr for t in shrunk)
+
+
+def test_leader_in_isr_holds_without_a_leader_in_kafka():
+    assert check("leader-in-isr").result == "ok"
+    off = check("leader-in-isr", leaderless_ok=False)
+    assert (off.result, len(off.trace.steps)) == ("violation", 1)
+
+
+def test_a_restarted_broker_takes_the_current_leader_epoch():
+    off = recover("isr-can-recover", crash=True, max_crashes=1, restart_epoch=False)
+    assert (off.result, len(off.trace.steps)) == ("violation", 7)
+    labels = [st.action for st in off.trace.steps[1:]]
+    assert any(lab.startswith("BrokerRestart(") for lab in labels)
+    assert recover("isr-can-recover", crash=True, max_crashes=1).result == "ok"
+
+
+def test_kip279_on_the_epoch_cache_loses_data_that_the_common_prefix_keeps():
+    on = check("strong-isr", truncation="kip279")
+    assert (on.result, len(on.trace.steps)) == ("violation", 12)
+    # The follower truncated to its high watermark: the leader's cache lacked its latest epoch.
+    last = on.trace.steps[-1]
+    assert last.action.startswith("BecomeFollower(") and last.action.endswith("truncate_to=0)")
+    assert check("strong-isr", truncation="kip279", epoch_cache=False).result == "ok"
+
+
+def test_epoch_cache_truncation_offsets():
+    a0, b1, c2, d0 = (0, 0), (1, 1), (2, 2), (3, 0)
+    # KIP-101: the leader's end offset for its latest epoch; the start of its next larger epoch;
+    # undefined (the follower's high watermark) past its latest or before its first epoch.
+    assert epoch_cache_truncation_offset("kip101", (a0, d0), (a0,), 0) == 1
+    assert epoch_cache_truncation_offset("kip101", (a0, d0), (a0, b1), 0) == 0
+    assert epoch_cache_truncation_offset("kip101", (a0, c2), (a0, b1), 1) == 1
+    assert epoch_cache_truncation_offset("kip101", (c2,), (a0,), 0) == 0
+    assert epoch_cache_truncation_offset("kip101", (), (a0,), 1) == 1
+    # KIP-279: a leader without the follower's epoch answers its largest smaller epoch; the
+    # follower truncates to the end of that epoch in its own log.
+    assert epoch_cache_truncation_offset("kip279", (a0, c2), (a0, b1), 0) == 1
+    assert epoch_cache_truncation_offset("kip279", (a0, d0, c2), (a0, d0, b1), 0) == 2
+    # The walk-back: the leader answers epoch 1, which the follower lacks; it truncates to the end
+    # of its largest smaller epoch (0) and asks again.
+    assert epoch_cache_truncation_offset("kip279", (a0, b1, (6, 3)), (a0, (5, 2)), 0) == 1
+    # Undefined (the leader's latest epoch is older than the follower's): the high watermark,
+    # unless the leader holds its current epoch (KAFKA-7415).
+    assert epoch_cache_truncation_offset("kip279", (a0,), (a0, b1), 0) == 0
+    assert epoch_cache_truncation_offset("kip279", (a0,), (a0, b1), 0, 2) == 1
+
+
+KIP320_3R = dict(replicas=3, log_size=1, max_records=1)
+
+
+def test_kip320_fetch_fencing_and_the_isr_join_rule():
+    # Replica ids are interchangeable: symmetry keeps verdicts and shortest traces, and the time.
+    fixed = check(symmetry=True, **KIP320_3R)
+    assert fixed.result == "ok"
+    no_fence = check("strong-isr", symmetry=True, fetch_fencing=False, **KIP320_3R)
+    assert (no_fence.result, len(no_fence.trace.steps)) == ("violation", 13)
+    join_hw = check("strong-isr", symmetry=True, isr_join="hw", **KIP320_3R)
+    assert (join_hw.result, len(join_hw.trace.steps)) == ("violation", 12)
+    assert any(st.action.startswith("LeaderExpandIsr(") for st in join_hw.trace.steps[1:])
+    assert check(symmetry=True, isr_join="hw-epoch", **KIP320_3R).result == "ok"
+
+
+def test_kip320_truncation_fencing():
+    assert check("strong-isr").result == "ok"
+    off = check("strong-isr", truncation_fencing=False)
+    assert (off.result, len(off.trace.steps)) == ("violation", 12)
+
+
+def test_kafka_7164_truncates_when_the_leader_stays():
+    sizes = dict(replicas=3, log_size=1, max_records=2)
+    off = check("strong-isr", symmetry=True, kafka_7164=False, **sizes)
+    assert (off.result, len(off.trace.steps)) == ("violation", 15)
+    # The follower skipped an epoch and followed the same leader again without truncating.
+    follows = [st.action for st in off.trace.steps[1:] if st.action.startswith("BecomeFollower(")]
+    assert any("truncate_to=1" in lab for lab in follows)
+    assert check("strong-isr", symmetry=True, **sizes).result == "ok"
+
+
+# -- Part 4: truncate on fetch (KAFKA-10487, KAFKA-10554) and KAFKA-14704 ---------------------------
+
+def test_fetch_divergence_and_truncation_offsets():
+    a0, b1, c2 = (0, 0), (1, 1), (2, 2)
+    # The leader has the follower's last epoch up to the fetch offset: no divergence.
+    assert fetch_divergence((a0, b1), 1, (a0,)) is None
+    assert fetch_divergence((a0, b1), 1, ()) is None
+    # The follower's last epoch ends earlier on the leader: (epoch, end offset there).
+    assert fetch_divergence((a0, c2), 2, (a0, b1)) == (0, 1)
+    # The leader's current epoch counts from its start offset (KAFKA-7415).
+    assert fetch_divergence((a0,), 2, (a0, b1)) == (0, 1)
+    assert diverging_truncation_offset((a0, b1), 0, (0, 1)) == 1
+    # A follower without the answered epoch truncates to the end of its largest smaller one.
+    assert diverging_truncation_offset((a0, (5, 2)), 0, (1, 2)) == 1
+    assert diverging_truncation_offset((a0, b1), 2, (-1, -1)) == 2
+
+
+def test_kafka_14704_a_follower_applies_the_hw_before_truncating():
+    off = check("visible-prefix-stable", truncation="fetch", kafka_14704=False)
+    assert (off.result, len(off.trace.steps)) == ("violation", 11)
+    last = off.trace.steps[-1]
+    assert "diverging, hw=" in last.action
+    # The follower serves a record below its hw that the consumers' prefix does not have.
+    s = last.state
+    assert s.visible and any(log[:1] != s.visible[:1] and h for log, h in zip(s.logs, s.hw))
+    fixed = check(None, truncation="fetch")
+    assert fixed.result == "ok"
+    for name in ("visible-prefix-stable", "no-divergence", "follower-matches-leader"):
+        assert check(name, truncation="fetch").result == "ok", name
+
+
+def test_visible_prefix_stable_separates_the_truncation_rules():
+    hw = check("visible-prefix-stable", truncation="hw")
+    assert (hw.result, len(hw.trace.steps)) == ("violation", 12)
+    assert check("visible-prefix-stable").result == "ok"
+    # Without the history variable (model=tla) the invariant checks the present only.
+    assert Replication(model="tla").p.track_visible is False
+    assert check("visible-prefix-stable", truncation="kip320", model="tla").result == "ok"
+
+
+def test_tracking_what_consumers_read_adds_no_behaviour():
+    # The history variable splits states but never enables or disables a step: the same verdicts
+    # and the same shortest traces with and without it.
+    for params in ({"truncation": "hw"}, {"truncation_fencing": False}):
+        on = check("strong-isr", **params)
+        off = check("strong-isr", track_visible=False, **params)
+        assert (on.result, len(on.trace.steps)) == (off.result, len(off.trace.steps))
+        assert [st.action for st in on.trace.steps] == [st.action for st in off.trace.steps]

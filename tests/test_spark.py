@@ -25,7 +25,7 @@ import pytest
 from kafkamc import Param, Spec, action, action_property, invariant
 from kafkamc.checker.local import explore
 from kafkamc.cli import main
-from kafkamc.errors import EngineError, SpecRaised, UsageError
+from kafkamc.errors import EngineError, SpecError, SpecRaised, UsageError
 from kafkamc.spec.registry import build_spec, bundled_names, load_spec_class
 
 pytestmark = pytest.mark.spark
@@ -123,13 +123,83 @@ class Tiles(Spec):
         return Board(tuple(sorted(s.cells, key=lambda c: (c.value, c.light))), frozenset(), s.moves)
 
 
+# Expansions of each state in this process: Shuffled's order of successors depends on it.
+_CALLS: dict = {}
+
+
+@dataclass(frozen=True, slots=True)
+class XY:
+    x: int
+    y: int
+
+
+@invariant("x-below-two", "x stays below 2")
+def x_below_two(p, s):
+    return s.x < 2
+
+
+@invariant("y-forgot-return", "y stays small, but the author forgot the return")
+def y_forgot_return(p, s):
+    if s.x + s.y == 0:
+        return True  # the driver checks the initial state; the executors meet the bug
+    s.y < 9  # noqa: B015 - the bug under test
+
+
+class Shuffled(Spec):
+    """Successors reversed on every second call for a state, and again in any process but ``home``
+    (the driver): executors expand in one order, the driver replays in the other."""
+
+    name = "spark-shuffled"
+    parameters = (Param("home", 0, "the driver's process id", min=0),)
+    invariants = (x_below_two, y_forgot_return)
+    default_invariants = ("x-below-two",)
+
+    def init_states(p):
+        yield XY(0, 0)
+
+    @action
+    def step(p, s):
+        _CALLS[s] = _CALLS.get(s, 0) + 1
+        out = [("IncX", XY(s.x + 1, s.y)), ("IncY", XY(s.x, s.y + 1))] if s.x + s.y < 4 else []
+        if (_CALLS[s] % 2 == 0) != (os.getpid() != p.home):
+            out.reverse()
+        yield from out
+
+
+@invariant("not-joined", "the two branches never join")
+def not_joined(p, s):
+    return not (s.x == 1 and s.y == 1)
+
+
+class Diamond(Spec):
+    """Two branches that join: executors take them in the other order than the driver, so the
+    replayed counterexample ends in the recorded state by another path (only the digest of the
+    path's fingerprints tells)."""
+
+    name = "spark-diamond"
+    parameters = (Param("home", 0, "the driver's process id", min=0),)
+    invariants = (not_joined,)
+
+    def init_states(p):
+        yield XY(0, 0)
+
+    @action
+    def step(p, s):
+        if s == XY(0, 0):
+            out = [("IncX", XY(1, 0)), ("IncY", XY(0, 1))]
+            yield from (reversed(out) if os.getpid() != p.home else out)
+        elif s.x + s.y == 1:
+            yield "Join", XY(1, 1)
+
+
 # -- helpers --------------------------------------------------------------------------------
 
 
 def outcome(r):
     path = None if r.trace is None else r.trace.path
     states = None if r.trace is None else [(st.action, st.state) for st in r.trace.steps]
-    return (r.result, r.violated, r.distinct_states, r.states_generated, r.depth, r.reason, path, states)
+    return (r.result, r.violated, r.distinct_states, r.states_generated, r.depth, r.reason, path, states,
+            r.coverage)
 
 
 def assert_same(spec, props=None, **kw):
@@ -227,6 +297,21 @@ def test_spec_errors_match_the_local_engine(spark):
         with pytest.raises(SpecRaised) as remote:
             explore_spark(spec, Tiles.properties())
         assert str(remote.value) == str(local.value)
+
+
+def test_nondeterministic_spec_and_non_bool_invariant_are_spec_errors(spark):
+    from kafkamc.checker.spark import explore_spark
+
+    with pytest.raises(SpecError, match="the spec is not deterministic: action step yields its successors in a "
+                                        r"different order on the same state XY\(x=0, y=0\)"):
+        explore_spark(Shuffled(home=os.getpid()))
+    with pytest.raises(SpecError, match=r"invariant y-forgot-return returned None \(NoneType\), not a bool, on "
+                                        r"state XY\(x=\d, y=\d\)"):
+        explore_spark(Shuffled(home=os.getpid()), [Shuffled.property_named("y-forgot-return")])
+    with pytest.raises(SpecError, match=r"the spec is not deterministic: action step yields its successors in a "
+                                        r"different order on the same state XY\(x=1, y=0\), or an action did on an "
+                                        r"earlier state"):
+        explore_spark(Diamond(home=os.getpid()))
 
 
 def test_lost_python_worker_is_an_engine_error(spark):
@@ -414,3 +499,30 @@ def test_standalone_cluster(tmp_path):
     # Neither kafkamc nor this module is on the executors' path: both came in the shipped zips.
     assert got["sources"] and all(".zip" in pkg and ".zip" in mod for pkg, mod in got["sources"])
     assert glob.glob(os.path.join(str(tmp_path), "work", "app-*")), "the worker ran no executor"
+
+
+def test_ctrl_c_cancels_the_jobs_quietly(spark, capfd, caplog):
+    """Ctrl-C during a Spark job: incomplete (reason interrupted), and no Py4J errors (PySpark's
+    own handler calls the JVM from inside the interrupted Py4J call, which breaks it)."""
+    import logging
+    import signal
+    import threading
+
+    from kafkamc.checker.spark import explore_spark
+
+    before = signal.getsignal(signal.SIGINT)
+
+    def progress(stats):
+        if stats.level == 3:  # the signal arrives while the next level's job runs
+            threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+
+    spec = build_spec("replication", ["replicas=3", "truncation=kip320"])
+    with caplog.at_level(logging.DEBUG):
+        result = explore_spark(spec, partitions=2, progress=progress)
+    assert result.result == "incomplete" and result.reason == "interrupted"
+    assert 3 <= result.depth < 20
+    assert signal.getsignal(signal.SIGINT) is before
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert not errors, [r.getMessage() for r in errors]
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "py4j" not in err.lower(), err[:2000]

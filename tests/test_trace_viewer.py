@@ -14,12 +14,12 @@ import pytest
 
 from kafkamc.checker.local import explore
 from kafkamc.cli import main
-from kafkamc.cli.trace import flatten_json, render_document
+from kafkamc.cli.trace import render_document
 from kafkamc.counterexamples.html import infer_entities, lanes_of, page_data, render_html, write_html
 from kafkamc.counterexamples.itf import (
     itf_to_document, load_trace_file, result_to_itf, write_itf,
 )
-from kafkamc.counterexamples.render import result_to_json
+from kafkamc.counterexamples.render import flatten, render_trace, result_to_json
 from kafkamc.invariants.api import action_property, invariant
 from kafkamc.spec.api import Param, Spec, action
 from kafkamc.spec.registry import build_spec
@@ -221,23 +221,23 @@ def test_show_prints_each_action_and_only_what_changed(toy_files, capsys):
     blocks = re.split(r"\n(?=\d+\. )", out.split("\n\n", 1)[1].rstrip())
     step = lambda n: [line.strip() for line in blocks[n - 1].splitlines()]  # noqa: E731
     assert step(1)[0] == "1. initial state"
-    assert "epoch = [0, 0]" in step(1) and "isr = [1, 2]" in step(1) and "log[1] = []" in step(1)
+    assert "epoch = (0, 0)" in step(1) and "isr = {1, 2}" in step(1) and "log[1] = ()" in step(1)
     assert step(2) == [
         "2. Elect(b1, tag=t)",
-        "epoch: [0, 0] -> [1, 0]",
-        "mode: [Follower, Follower] -> [Leader, Follower]",
+        "epoch: (0, 0) -> (1, 0)",
+        "mode: (Follower, Follower) -> (Leader, Follower)",
         "leader: 0 -> 1",
     ]
     assert step(3) == [
         "3. Elect(b2, tag=t)",
-        "epoch: [1, 0] -> [1, 1]",
-        "mode: [Leader, Follower] -> [Follower, Leader]",
+        "epoch: (1, 0) -> (1, 1)",
+        "mode: (Leader, Follower) -> (Follower, Leader)",
         "leader: 1 -> 2",
     ]
     assert step(5) == [
-        "5. Append(b1)", "log[0]: [] -> [2]"]
+        "5. Append(b1)", "log[0]: appended 2"]
     assert step(6) == [
-        "6. Shrink(b2)   <- committed-safe fails here", "isr: [1, 2] -> [1]", "fenced: false -> true"]
+        "6. Shrink(b2)   <- committed-safe fails here", "isr: {1, 2} -> {1} (-{2})", "fenced: false -> true"]
 
 
 def test_show_full_prints_every_field_and_itf_reads_the_same(toy_files, capsys):
@@ -262,9 +262,9 @@ def test_show_escapes_control_characters_from_the_trace(toy_result, tmp_path, ca
     assert "Elect(\\u001b[2J\\u001b[31mred)" in out
 
 
-def test_flatten_opens_lists_of_containers_only():
-    assert flatten_json({"a": [1, 2], "b": [[1], []], "c": {"d": [[1, [2]]]}, "e": {}}) == {
-        "a": [1, 2], "b[0]": [1], "b[1]": [], "c.d[0]": [1, [2]], "e": {}}
+def test_flatten_opens_records_and_tuples_of_containers_only():
+    assert flatten({"a": (1, 2), "b": ((1,), ()), "c": {"d": ((1, (2,)),)}, "e": {}}) == {
+        "a": (1, 2), "b[0]": (1,), "b[1]": (), "c.d[0]": (1, (2,)), "e": {}}
 
 
 # -- replay ----------------------------------------------------------------------------------
@@ -472,8 +472,8 @@ def test_entities_come_from_parameter_names_and_lengths():
                                    "network": []}}]}
     kinds = infer_entities(txn_like)
     assert [(k["kind"], k["fields"], k["names"]) for k in kinds] == [
-        ("producer", ["producers"], ["producer 1", "producer 2"]),
-        ("partition", ["partitions"], ["partition 1", "partition 2"])]
+        ("producer", ["producers"], ["producer1", "producer2"]),
+        ("partition", ["partitions"], ["partition1", "partition2"])]
     assert kinds[0]["columns"] == {"producers": ["e"]} and kinds[1]["columns"] == {"partitions": ["log"]}
     lanes = lanes_of({"trace": [
         {"action": None, "state": {"producers": [1, 1], "partitions": [0, 0]}},
@@ -507,7 +507,8 @@ def test_html_of_an_itf_object_and_of_a_file(toy_files, tmp_path, capsys):
 
 def test_render_document_matches_check_output_layout(toy_result):
     text = render_document(result_to_json(toy_result))
-    assert "\n2. Elect(b1, tag=t)\n     epoch: [0, 0] -> [1, 0]\n" in text
+    assert "\n2. Elect(b1, tag=t)\n     epoch: (0, 0) -> (1, 0)\n" in text
+    assert text.endswith(render_trace(toy_result))
 
 
 def test_itf_is_read_and_written_by_an_independent_itf_library(toy_result):
@@ -530,3 +531,17 @@ def test_replay_of_a_spec_that_raises_exits_3_naming_the_action(tmp_path, capsys
     path.write_text(json.dumps(doc))
     code, _, err = run(capsys, "trace", "replay", str(path), "--spec", "toyspecs:Raising")
     assert code == 3 and "action step raised ZeroDivisionError" in err
+
+
+def test_viewer_uses_the_descriptions_entities_and_sets_a_file_records():
+    # A user's spec that cannot be imported here: all the viewer knows comes from the file.
+    doc = {"schema": 1, "spec": "elsewhere", "spec_ref": "not_importable_module:Spec", "params": {},
+           "violated": "small", "invariants": ["small"], "descriptions": {"small": "x stays small"},
+           "entities": {"node": ["x"]},
+           "trace": [{"action": None, "state": {"x": [0, 0], "s": []}, "sets": ["/s"]},
+                     {"action": "Bump(n2)", "state": {"x": [0, 1], "s": [2]}, "sets": ["/s"]}]}
+    data = page_data(doc)
+    assert data["description"] == "x stays small" and data["descriptions"] == {"small": "x stays small"}
+    assert [(g["kind"], g["names"]) for g in data["entities"]] == [("node", ["n1", "n2"])]
+    assert [row["name"] for row in data["lanes"]["rows"]] == ["n1", "n2", "shared"]
+    assert [s["sets"] for s in data["steps"]] == [["/s"], ["/s"]]

@@ -162,7 +162,7 @@ def test_marks_match_the_trace_at_every_step(browser, replication_page, toy_page
     for path, doc in (toy_page, replication_page, records_page):
         trace = doc["trace"]
         view = Viewer(browser, path)
-        assert view.step() == 1
+        assert view.step() == len(trace), "the viewer opens at the failing step"
         for n in range(len(trace)):
             view.page.click(f"#item-{n + 1} a")
             assert view.step() == n + 1
@@ -193,9 +193,9 @@ def test_records_of_an_entity_get_a_column_per_field(browser, records_page):
     assert view.page.text_content("[data-path='big'] .old") == str(2**64)
     heads = view.page.eval_on_selector_all("table.entity-table th", "hs => hs.map(h => h.textContent)")
     assert heads == ["producer", "state", "epoch", "log", "p1", "p2"]
-    assert view.page.text_content("[data-path='producers[0].log'] .delta") == "appended [2, 1]"
+    assert view.page.text_content("[data-path='producers[0].log'] .delta") == "appended (2, 1)"
     view.page.keyboard.press("ArrowDown")
-    assert view.page.text_content("[data-path='producers[0].log'] .delta") == "truncated to 1"
+    assert view.page.text_content("[data-path='producers[0].log'] .delta") == "truncated to 1 (dropped (2, 1))"
     view.close()
 
 
@@ -271,9 +271,11 @@ def test_failing_step_is_marked_and_reachable(browser, toy_page):
     assert view.step() == last
     assert f"{doc['violated']} fails here" in page.text_content("#step-title")
     # Inside a modified value: the member that left a set, the one that joined a list.
-    assert page.text_content("[data-path='isr'] .delta") == "\u22122"
+    # In the words of 'kafkamc trace show': isr is a set, log[0] a tuple.
+    assert page.text_content("[data-path='isr'] .delta") == "-{2}"
+    assert page.text_content("[data-path='isr'] .now") == "{1}"
     page.keyboard.press("ArrowUp")
-    assert page.text_content("[data-path='log[0]'] .delta") == "+2"
+    assert page.text_content("[data-path='log[0]'] .delta") == "appended 2"
     view.close()
 
 
@@ -446,4 +448,182 @@ def test_clicking_a_value_shows_its_history(browser, toy_page):
     assert "selected-step" in page.get_attribute("#history tr[data-step='4']", "class")
     page.click("#history-close")
     assert page.is_hidden("#history")
+    view.close()
+
+
+# -- issue 12, item 15: failing step, legend, 900 px, keys after "hide unchanged", user specs ----
+
+NARROW = {"width": 900, "height": 1000}
+
+
+def _narrow(browser, path: str, fragment: str = "") -> Viewer:
+    view = Viewer.__new__(Viewer)
+    Viewer.__init__(view, browser, path, fragment)
+    view.page.set_viewport_size(NARROW)
+    return view
+
+
+@pytest.fixture(scope="module")
+def cli_pages(tmp_path_factory):
+    """Viewers written by `kafkamc check --html`: two bundled specs with records and wide entity
+    tables, and a user's spec whose entities hook and description only the file carries."""
+    from kafkamc.cli import main
+
+    out = tmp_path_factory.mktemp("cli-html")
+    pages = {}
+    for name, argv in (
+        ("controller", ["controller", "-p", "fencing=none", "-i", "no-stale-request-applied"]),
+        ("transactions", ["transactions", "-p", "version=tv1", "-i", "no-hanging-transaction"]),
+        ("line", ["test_trace_render:Line"]),
+    ):
+        path = str(out / f"{name}.html")
+        assert main(["check", *argv, "--workers", "1", "--html", path]) == 1
+        pages[name] = path
+    return pages
+
+
+def test_opens_at_the_failing_step_unless_a_link_names_another(browser, cli_pages):
+    view = Viewer(browser, cli_pages["controller"])
+    page = view.page
+    assert view.step() == 8 and "failing" in page.get_attribute("#item-8", "class")
+    assert page.get_attribute("#item-8", "aria-current") == "step"
+    assert "no-stale-request-applied fails here" in page.text_content("#step-title")
+    view.close()
+    view = Viewer(browser, cli_pages["controller"], "#step-3")
+    assert view.step() == 3
+    view.close()
+
+
+def test_keyboard_navigation_keeps_working_after_hide_unchanged(browser, toy_page):
+    path, doc = toy_page
+    view = Viewer(browser, path, "#step-3")
+    page = view.page
+    page.click("#hide-unchanged")  # the checkbox now has the focus
+    assert page.evaluate("document.activeElement.id") == "hide-unchanged"
+    assert page.is_checked("#hide-unchanged")
+    page.keyboard.press("ArrowDown")
+    assert view.step() == 4
+    page.keyboard.press("ArrowUp")
+    page.keyboard.press("ArrowUp")
+    assert view.step() == 2
+    page.keyboard.press("End")
+    assert view.step() == len(doc["trace"])
+    # Still hiding: every visible value row changed.
+    assert page.evaluate("document.body.classList.contains('hide-unchanged')")
+    page.click("#hide-unchanged")
+    page.keyboard.press("Home")
+    assert view.step() == 1 and not page.is_checked("#hide-unchanged")
+    # And after a click on "next".
+    page.click("#next")
+    page.keyboard.press("ArrowRight")
+    assert view.step() == 3
+    view.close()
+
+
+def test_lane_legend_explains_every_abbreviation(browser, cli_pages):
+    for name in ("controller", "transactions"):
+        view = Viewer(browser, cli_pages[name])
+        page = view.page
+        assert page.is_visible("#lane-legend")
+        legend = dict(page.eval_on_selector_all(
+            "#lane-legend .abbrev", "xs => xs.map(x => [x.getAttribute('data-abbrev'), x.textContent])"))
+        shown = set(page.eval_on_selector_all("#lanes .chg", "xs => xs.map(x => x.textContent)"))
+        assert shown and shown <= set(legend), shown - set(legend)
+        actions = {re.match(r"\w+", item.split(" ", 1)[1]).group(0) for item in legend.values()}
+        assert len(legend) == len(actions), "one abbreviation per action"
+        labels = page.eval_on_selector_all("nav#steps .step-label", "xs => xs.map(x => x.textContent)")
+        assert actions == {re.match(r"\w+", label).group(0) for label in labels[1:]}
+        # The cell kinds are explained too.
+        text = page.text_content("#lane-legend")
+        assert "acted" in text and "changed" in text and "named in the label" in text
+        view.close()
+
+
+_SPLIT_WORDS = """() => {
+    // Every word (a run without spaces) of every visible text: its boxes must sit on one line.
+    const broken = [];
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    const range = document.createRange();
+    let node;
+    while ((node = walker.nextNode())) {
+        const el = node.parentElement;
+        if (!el || el.closest("script, option, [hidden]") || !el.getClientRects().length) continue;
+        const re = /\\S+/g;
+        let m;
+        while ((m = re.exec(node.data)) !== null) {
+            range.setStart(node, m.index);
+            range.setEnd(node, m.index + m[0].length);
+            const tops = new Set(Array.from(range.getClientRects()).filter(r => r.width > 0).map(r => Math.round(r.top)));
+            if (tops.size > 1) broken.push(m[0]);
+        }
+    }
+    // A span that keeps a hyphenated word whole is one word too.
+    document.querySelectorAll(".nobr").forEach(e => {
+        const tops = new Set(Array.from(e.getClientRects()).map(r => Math.round(r.top)));
+        if (tops.size > 1) broken.push(e.textContent);
+    });
+    return broken;
+}"""
+
+_BREAKING_STYLES = """() => Array.from(document.querySelectorAll("body *")).filter(e => {
+    const s = getComputedStyle(e);
+    return s.wordBreak === "break-all" || s.overflowWrap === "anywhere" || s.overflowWrap === "break-word";
+}).map(e => e.id || e.className || e.tagName)"""
+
+
+def test_no_identifier_is_broken_and_columns_stay_readable_at_900_px(browser, cli_pages, toy_page, records_page):
+    for path in (cli_pages["controller"], cli_pages["transactions"], cli_pages["line"], toy_page[0], records_page[0]):
+        view = _narrow(browser, path)
+        page = view.page
+        n = page.locator("nav#steps li").count()
+        assert page.evaluate(_BREAKING_STYLES) == []
+        for step in range(1, n + 1):
+            page.click(f"#item-{step} a")
+            assert page.evaluate(_SPLIT_WORDS) == [], (path, step)
+            # The page never scrolls sideways; a table too wide for the pane scrolls inside its box.
+            assert page.evaluate("document.documentElement.scrollWidth") <= NARROW["width"], (path, step)
+            # Every value column is wide enough to read: at least its longest word.
+            narrow = page.evaluate("""() => Array.from(document.querySelectorAll('#state-view td.val'))
+                .filter(td => td.offsetParent !== null && td.scrollWidth > td.clientWidth + 1)
+                .map(td => td.getAttribute('data-path'))""")
+            assert narrow == [], (path, step)
+        view.close()
+
+
+def test_screenshot_at_900_px(browser, cli_pages, tmp_path):
+    view = _narrow(browser, cli_pages["transactions"])
+    shot = tmp_path / "viewer-900.png"
+    view.page.screenshot(path=str(shot), full_page=True)
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # A partition has two fields (log, producers): its table keeps a column per field.
+    heads = view.page.eval_on_selector_all(
+        "table.entity-table[data-kind='partition'] tr:first-child th", "hs => hs.map(h => h.textContent)")
+    assert heads[1:] == ["log", "producers"]
+    # Records show their field names.
+    log = view.page.text_content("[data-path='partitions[0].log'] .now")
+    assert log.startswith("({kind:\u00a0"), log
+    view.close()
+    # The wide per-entity tables turn: a broker has eight fields, so a row per field and a column
+    # per broker.
+    view = _narrow(browser, cli_pages["controller"])
+    heads = view.page.eval_on_selector_all(
+        "table.entity-table[data-kind='broker'] tr:first-child th", "hs => hs.map(h => h.textContent)")
+    assert heads == ["", "b1", "b2", "b3"]
+    view.close()
+
+
+def test_a_user_spec_gets_its_description_and_its_entity_lanes(browser, cli_pages):
+    view = Viewer(browser, cli_pages["line"])
+    page = view.page
+    assert "fewer steps than the limit have been taken" in page.text_content("#verdict")
+    assert page.eval_on_selector_all("#lanes tbody tr", "rs => rs.map(r => r.getAttribute('data-lane'))") == [
+        "n1", "n2", "shared"]
+    # Step 3 is Recv(n2): n2 acted and its log and hw changed.
+    assert page.locator("#lanes tr[data-lane='n2'] td[data-step='3'] .chg.actor").count() == 1
+    assert "checked properties" in page.text_content("#invariants")
+    # Sets read as sets, as in `kafkamc trace show`.
+    page.click("#item-4 a")
+    assert page.text_content("[data-path='done'] .now") == "set()"
+    assert page.text_content("[data-path='done'] .old") == "{1, 2}"
+    assert page.locator("[data-path='done'] .delta").count() == 0  # from a non-empty set to set()
     view.close()

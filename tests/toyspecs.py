@@ -142,3 +142,65 @@ class Tokens3(Spec):
 
     def symmetry(p, s):
         return Tokens(tuple(sorted(s.held)))
+
+
+# Expansions of each state in this process: the per-call order of Shuffled's successors.
+_CALLS: dict[Pair, int] = {}
+
+
+@invariant("x-below-two", "x stays below 2")
+def x_below_two(p, s):
+    return s.x < 2
+
+
+class Shuffled(Spec):
+    """Nondeterministic on purpose: successors come out reversed on every second call for a state,
+    and reversed again in any process but ``home`` (forked workers, Spark executors). A checker must
+    refuse to print the counterexample it rebuilds from this spec."""
+
+    name = "shuffled"
+    parameters = (
+        Param("bound", 3, "largest counter value", min=1, max=9),
+        Param("home", 0, "the process id whose first call yields in declaration order", min=0),
+    )
+    invariants = (x_below_two,)
+
+    def init_states(p):
+        yield Pair(0, 0)
+
+    @action
+    def step(p, s):
+        import os
+
+        _CALLS[s] = _CALLS.get(s, 0) + 1
+        out = []
+        if s.x < p.bound:
+            out.append(("IncX", Pair(s.x + 1, s.y)))
+        if s.y < p.bound:
+            out.append(("IncY", Pair(s.x, s.y + 1)))
+        if (_CALLS[s] % 2 == 0) != (os.getpid() != p.home):
+            out.reverse()
+        yield from out
+
+
+@invariant("x-forgot-return", "x stays small, but the author forgot the return")
+def x_forgot_return(p, s):
+    s.x < 2  # noqa: B015 - the bug under test
+
+
+class ForgotReturn(Counters):
+    name = "forgot-return"
+    invariants = (x_forgot_return,)
+    default_invariants = None
+
+
+class NoActions(Spec):
+    """A spec whose author forgot @action: it has initial states and nothing else."""
+
+    name = "no-actions"
+
+    def init_states(p):
+        yield Pair(0, 0)
+
+    def inc(p, s):  # not decorated: never an action
+        yield "Inc", Pair(s.x + 1, s.y)

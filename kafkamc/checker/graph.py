@@ -33,12 +33,14 @@ from typing import Any, Callable, Sequence
 
 import networkx as nx
 
+from kafkamc.checker.watch import Stopped, stop_reason
 from kafkamc.result import INCOMPLETE, OK, VIOLATION, CheckResult, LevelStats
 from kafkamc.counterexamples.render import show_value, state_to_json
-from kafkamc.counterexamples.trace import replay
+from kafkamc.counterexamples.checked import checked_replay
 from kafkamc.errors import KafkamcError, SpecRaised, UsageError
-from kafkamc.invariants.api import Property
+from kafkamc.invariants.api import Property, fails
 from kafkamc.spec.api import Spec, format_label
+from kafkamc.safewrite import write_file
 
 __all__ = [
     "GRAPH_LIMIT", "GraphTooLarge", "build_graph", "write_graph", "read_graph",
@@ -78,6 +80,8 @@ class _Built:
     violated: str | None = None
     bad_index: int | None = None
     bad_step: int | None = None  # an action property: the successor index of the bad transition
+    bad_target: int | None = None  # ... and the fingerprint of its target
+    key: Any = None  # the fingerprint function
     reason: str | None = None
     seconds: float = 0.0
     unexpanded: set[int] = field(default_factory=set)
@@ -118,15 +122,16 @@ def _build(
     order: list[int] = []
     parent = array("q")
     sidx = array("l")
-    built = _Built(g, order, parent, sidx, generated=len(inits), depth=1)
+    built = _Built(g, order, parent, sidx, generated=len(inits), depth=1, key=key)
 
     def results(state: Any) -> dict[str, bool]:
         out = {}
         for name, fn in invs:
             try:
-                out[name] = bool(fn(p, state))
+                r = fn(p, state)
             except Exception as exc:
                 raise SpecRaised(f"invariant {name}", state, exc) from exc
+            out[name] = r is True or not fails(r, f"invariant {name}", state)
         return out
 
     def add(k: int, state: Any, depth: int, par: int, si: int) -> bool:
@@ -177,11 +182,13 @@ def _build(
                             flabel = format_label(aname, label)
                             broken = []
                             for pname, pfn in aprops:
-                                if not pfn(p, s, flabel, t):
+                                r = pfn(p, s, flabel, t)
+                                if r is not True and fails(r, f"action property {pname} ({flabel})", s):
                                     broken.append(pname)
                             if broken and built.violated is None:
                                 # Before the successor's invariants, in the order explore checks them.
                                 built.violated, built.bad_index, built.bad_step = broken[0], sid, i
+                                built.bad_target = kt
                             if kt not in index:
                                 if fpr.validating:
                                     fpr.check(t)
@@ -201,7 +208,7 @@ def _build(
                                 g.add_edge(k, kt, action=flabel, index=i, transitions=1,
                                            violates=",".join(broken))
                             i += 1
-                except (SpecRaised, UsageError, KeyboardInterrupt):
+                except (KafkamcError, KeyboardInterrupt):
                     raise
                 except Exception as exc:
                     from kafkamc.checker.local import _classify
@@ -214,8 +221,8 @@ def _build(
             built.depth = depth
             if progress:
                 progress(LevelStats(depth, len(order), built.generated, len(frontier), time.perf_counter() - started))
-    except KeyboardInterrupt:
-        built.reason = "interrupted"
+    except KeyboardInterrupt as exc:
+        built.reason = stop_reason(exc)
     built.seconds = time.perf_counter() - started
     return built
 
@@ -243,8 +250,8 @@ def build_graph(
     built = _build(spec, props, max_states=limit, symmetry=symmetry, stop_at_violation=False, progress=progress)
     if built.reason == "max-states":
         raise GraphTooLarge(spec.name, limit, max_states is not None)
-    if built.reason == "interrupted":
-        raise KeyboardInterrupt
+    if built.reason is not None:
+        raise Stopped(built.reason)
     g = built.graph
     g.graph["deadlocks"] = sum(1 for n, d in g.out_degree() if d == 0 and g.nodes[n]["expanded"])
     g.graph["stuttering_steps"] = nx.number_of_selfloops(g)
@@ -275,7 +282,7 @@ def _dot_string(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-def _write_dot(g: nx.DiGraph, path: str) -> None:
+def _dot_text(g: nx.DiGraph) -> str:
     """Graphviz DOT, written directly (pydot is not a dependency)."""
     invariants = [n for n in str(g.graph.get("invariants", "")).split(",") if n]
     lines = [f"digraph {_dot_string(str(g.graph.get('spec', 'kafkamc')))} {{"]
@@ -301,8 +308,7 @@ def _write_dot(g: nx.DiGraph, path: str) -> None:
         body = ", ".join(f"{_dot_id(k)}={_dot_string(_dot_value(x))}" for k, x in attrs.items())
         lines.append(f"  {_dot_string(str(u))} -> {_dot_string(str(v))} [{body}];")
     lines.append("}")
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write("\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
 
 
 def _dot_id(name: str) -> str:
@@ -329,23 +335,17 @@ def write_graph(g: nx.DiGraph, path: str) -> str:
         raise UsageError(
             f"--out {path!r}: unknown graph format {ext or '(none)'!r}; allowed: .graphml, .dot, .gv, .json"
         )
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    tmp = path + ".tmp"
     if ext == ".graphml":
-        nx.write_graphml(_plain(g), tmp)
-    elif ext in (".dot", ".gv"):
-        _write_dot(g, tmp)
-    else:
-        data = _node_link(g)
-        for node in data["nodes"]:
-            if "state" in node:
-                node["label"] = show_value(node["state"])
-                node["state"] = state_to_json(node["state"])
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=1, default=str)
-            fh.write("\n")
-    os.replace(tmp, path)
-    return path
+        plain = _plain(g)
+        return write_file(path, lambda fh: nx.write_graphml(plain, fh))
+    if ext in (".dot", ".gv"):
+        return write_file(path, _dot_text(g))
+    data = _node_link(g)
+    for node in data["nodes"]:
+        if "state" in node:
+            node["label"] = show_value(node["state"])
+            node["state"] = state_to_json(node["state"])
+    return write_file(path, json.dumps(data, indent=1, default=str) + "\n")
 
 
 def read_graph(path: str) -> nx.DiGraph:
@@ -444,8 +444,12 @@ def check_recoverability(
     names = tuple(pr.name for pr in props) + tuple(r.name for r in recs)
     extra: dict[str, Any] = {"checker": "state-graph", "recoverability": {}}
 
-    def result(kind: str, violated: str | None, path: list[int] | None, reason: str | None = None) -> CheckResult:
-        trace = replay(spec, path) if path is not None else None
+    def result(kind: str, violated: str | None, path: list[int] | None, reason: str | None = None,
+               at: int = -1, target: int | None = None) -> CheckResult:
+        trace = None
+        if path is not None:
+            trace = checked_replay(spec, path, violated, props + tuple(recs), key=built.key,
+                                   expected=_recorded(built, at, target))
         return CheckResult(
             spec=spec.name, params=spec.p.as_dict(), engine="local", result=kind, invariants=names,
             violated=violated, distinct_states=g.number_of_nodes(), states_generated=built.generated,
@@ -458,7 +462,7 @@ def check_recoverability(
         path = _path(built.parent, built.sidx, built.bad_index)
         if built.bad_step is not None:
             path.append(built.bad_step)
-        return result(VIOLATION, built.violated, path)
+        return result(VIOLATION, built.violated, path, at=built.bad_index, target=built.bad_target)
     if built.reason is not None:
         reason = built.reason
         if reason == "max-states" and max_states is None:
@@ -502,8 +506,18 @@ def check_recoverability(
                     f"{rec.name}: from the last state {len(beyond):,} state{'' if len(beyond) == 1 else 's'} "
                     "can be reached and none is good"
                 )
-            return result(VIOLATION, rec.name, path)
+            return result(VIOLATION, rec.name, path, at=position[first])
     return result(OK, None, None)
+
+
+def _recorded(built: _Built, idx: int, target: int | None) -> Callable[[int, int], bool]:
+    """For ``checked_replay``: the fingerprints the graph holds along the chain of parents of ``idx``."""
+    chain = []
+    while idx >= 0:
+        chain.append(built.order[idx])
+        idx = built.parent[idx]
+    chain.reverse()
+    return lambda j, fp: fp == chain[j] if j < len(chain) else fp == target
 
 
 def mark_recoverability(spec: Spec, g: nx.DiGraph, recs: Sequence[Property]) -> dict[str, dict[str, int]]:

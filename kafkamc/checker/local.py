@@ -22,15 +22,16 @@ from array import array
 from typing import Any, Callable, Iterator, Sequence
 
 from kafkamc.checker.fingerprint import Fingerprinter, canonical
+from kafkamc.checker.watch import PROGRESS_EVERY, Watch, stop_reason
 from kafkamc.result import (
-    DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult, LevelStats,
+    DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult, LevelStats, coverage_of,
 )
-from kafkamc.counterexamples.trace import replay
-from kafkamc.errors import SpecRaised, UsageError
-from kafkamc.invariants.api import Property
-from kafkamc.spec.api import Spec, format_label
+from kafkamc.counterexamples.checked import checked_replay
+from kafkamc.errors import KafkamcError, MalformedSpec, SpecRaised, UsageError
+from kafkamc.invariants.api import Property, fails
+from kafkamc.spec.api import Spec, format_label, malformed_successors
 
-__all__ = ["explore", "state_key_function", "gc_paused", "first_violation"]
+__all__ = ["explore", "state_key_function", "gc_paused", "first_violation", "recorded"]
 
 Progress = Callable[[LevelStats], None]
 
@@ -61,25 +62,52 @@ def state_key_function(spec: Spec, sample: Any, symmetry: bool) -> tuple[Callabl
 
 
 def first_violation(p: Any, state: Any, invs: Sequence[tuple[str, Callable[..., bool]]]) -> str | None:
-    """The first invariant (name, fn) that ``state`` violates; one that raises is reported as such."""
+    """The first invariant (name, fn) that ``state`` violates; one that raises, or returns anything
+    but a bool, is reported as such."""
     for name, fn in invs:
         try:
-            if not fn(p, state):
-                return name
+            verdict = fn(p, state)
         except Exception as exc:
             raise SpecRaised(f"invariant {name}", state, exc) from exc
+        if verdict is not True and fails(verdict, f"invariant {name}", state):
+            return name
     return None
 
 
 def _culprit(spec: Spec, state: Any, exc: BaseException) -> SpecRaised:
-    """Find which action raised on ``state`` by re-running each (they are pure) in order."""
+    """Find which action raised on ``state`` by re-running each (they are pure) in order; an
+    action that yields something other than ``(label, next_state)`` pairs is named as malformed."""
     for act in spec.actions():
         try:
-            for _ in act.fn(spec.p, state):
-                pass
+            produced = act.fn(spec.p, state)
+            problem = malformed_successors(produced)
         except Exception as again:
             return SpecRaised(f"action {act.name}", state, again)
+        if problem is not None:
+            return SpecRaised(f"action {act.name}", state, MalformedSpec(problem))
     return SpecRaised("an action", state, exc)
+
+
+def recorded(seen: dict[int, int], parent: array, idx: int, last: int | None = None) -> Callable[[int, int], bool]:
+    """For ``checked_replay``: is a fingerprint the state the search recorded at that position?
+
+    The engines keep fingerprint -> index and each index's parent, so the trace's states are the
+    chain of parents of ``idx`` (the violating state, or the source of an action property's bad
+    transition). ``last`` is the fingerprint of that transition's target, which may be a state
+    first reached on another path.
+    """
+    chain = []
+    while idx >= 0:
+        chain.append(idx)
+        idx = parent[idx]
+    chain.reverse()
+
+    def expected(j: int, fp: int) -> bool:
+        if j < len(chain):
+            return seen.get(fp) == chain[j]
+        return fp == last
+
+    return expected
 
 
 def _path(parent: array, sidx: array, idx: int) -> list[int]:
@@ -118,11 +146,18 @@ def explore(
     symmetry: bool = False,
     deadlock: bool = False,
     progress: Progress | None = None,
+    max_memory: int | None = None,
+    progress_every: float = PROGRESS_EVERY,
 ) -> CheckResult:
-    """Exhaustively explore ``spec`` breadth-first, checking ``properties`` (default: the spec's)."""
-    with gc_paused():
-        return _explore(spec, properties, max_depth=max_depth, max_states=max_states, symmetry=symmetry,
-                        deadlock=deadlock, progress=progress)
+    """Exhaustively explore ``spec`` breadth-first, checking ``properties`` (default: the spec's).
+
+    ``max_memory`` (bytes) stops the run as incomplete (reason ``max-memory``) when the process
+    uses more; ``progress`` also gets a line within a level at least every ``progress_every``
+    seconds (see ``kafkamc.checker.watch``).
+    """
+    with gc_paused(), Watch(progress, max_memory=max_memory, every=progress_every) as watch:
+        return watch.annotate(_explore(spec, properties, max_depth=max_depth, max_states=max_states,
+                                       symmetry=symmetry, deadlock=deadlock, progress=watch.progress, watch=watch))
 
 
 def _explore(
@@ -134,12 +169,17 @@ def _explore(
     symmetry: bool,
     deadlock: bool,
     progress: Progress | None,
+    watch: Watch | None = None,
 ) -> CheckResult:
     props = tuple(spec.default_properties() if properties is None else properties)
     invs = [(pr.name, pr.fn) for pr in props if pr.kind == "invariant"]
     aprops = [(pr.name, pr.fn) for pr in props if pr.kind == "action"]
     p = spec.p
-    actions = [(a.name, a.fn) for a in spec.actions()]
+    actions = [(ai, a.name, a.fn) for ai, a in enumerate(spec.actions())]
+    # Coverage per action (TLC's -coverage): flushed once per (state, action), not per successor.
+    cov_en = [0] * len(actions)
+    cov_gen = [0] * len(actions)
+    cov_new = [0] * len(actions)
     constraint = spec.constraint
     started = time.perf_counter()
 
@@ -155,17 +195,28 @@ def _explore(
     depth = 1
     violated: str | None = None
     bad_path: list[int] | None = None
+    bad_at: tuple[int, int | None] = (-1, None)  # the index of the last recorded state; see recorded()
     reason: str | None = None
 
     def result(kind: str) -> CheckResult:
         trace = None
         if bad_path is not None:
-            trace = replay(spec, bad_path)
+            trace = checked_replay(spec, bad_path, violated, props, key=key,
+                                   expected=recorded(seen, parent, *bad_at))
         return CheckResult(
             spec=spec.name, params=p.as_dict(), engine="local", result=kind,
             invariants=tuple(pr.name for pr in props) + ((DEADLOCK,) if deadlock else ()),
             violated=violated, distinct_states=len(seen), states_generated=generated, depth=depth,
             seconds=time.perf_counter() - started, trace=trace, reason=reason, symmetry=symmetry,
+            coverage=coverage_of([a[1] for a in actions], cov_en, cov_gen, cov_new),
+        )
+
+    if watch is not None:
+        # Read from a signal handler between two bytecodes of the loop below, which keeps no
+        # bookkeeping for it: states of the next level found so far are those past the frontier.
+        watch.probe = lambda: None if reason is not None else LevelStats(
+            depth + 1, len(seen), generated, len(frontier), time.perf_counter() - started, within_level=True,
+            new=max(0, len(seen) - level_start - len(frontier)),
         )
 
     for i, s in enumerate(inits):
@@ -184,6 +235,7 @@ def _explore(
             bad = first_violation(p, s, invs)
             if bad is not None:
                 violated, bad_path = bad, _path(parent, sidx, len(parent) - 1)
+                bad_at = (len(parent) - 1, None)
     if progress:
         progress(LevelStats(1, len(seen), generated, len(frontier), time.perf_counter() - started))
     if violated is not None:
@@ -193,7 +245,7 @@ def _explore(
         while frontier:
             last_level = max_depth is not None and depth >= max_depth
             nxt: list[Any] = []
-            found: tuple[str, list[int]] | None = None
+            found: tuple[str, list[int], tuple[int, int | None]] | None = None
             dead_found = False
             n = len(parent)
             for pos, s in enumerate(frontier):
@@ -204,7 +256,8 @@ def _explore(
                 validating = fpr.validating
                 i = 0
                 try:
-                    for aname, fn in actions:
+                    for ai, aname, fn in actions:
+                        j = i
                         for label, t in fn(p, s):
                             if validating:
                                 # Before the seen-test: a colliding value would never look new.
@@ -213,29 +266,34 @@ def _explore(
                             if aprops:
                                 flabel = format_label(aname, label)
                                 for pname, pfn in aprops:
-                                    if found is None and not pfn(p, s, flabel, t):
-                                        found = (pname, _path(parent, sidx, sid) + [i])
+                                    if found is None:
+                                        r = pfn(p, s, flabel, t)
+                                        if r is not True and fails(r, f"action property {pname} ({flabel})", s):
+                                            found = (pname, _path(parent, sidx, sid) + [i], (sid, k))
                             if k not in seen:
-                                if last_level:
-                                    reason = "max-depth"
+                                if last_level or (max_states is not None and n >= max_states):
+                                    reason = "max-depth" if last_level else "max-states"
                                     generated += i + 1
-                                    return result(INCOMPLETE)
-                                if max_states is not None and n >= max_states:
-                                    reason = "max-states"
-                                    generated += i + 1
+                                    cov_en[ai] += 1
+                                    cov_gen[ai] += i + 1 - j
                                     return result(INCOMPLETE)
                                 seen[k] = n
                                 parent.append(sid)
                                 sidx.append(i)
                                 n += 1
                                 nxt.append(t)
+                                cov_new[ai] += 1
                                 if found is None:
                                     for name, ifn in invs:
-                                        if not ifn(p, t):
-                                            found = (name, _path(parent, sidx, n - 1))
+                                        r = ifn(p, t)
+                                        if r is not True and fails(r, f"invariant {name}", t):
+                                            found = (name, _path(parent, sidx, n - 1), (n - 1, None))
                                             break
                             i += 1
-                except (SpecRaised, UsageError, KeyboardInterrupt):
+                        if i != j:
+                            cov_en[ai] += 1
+                            cov_gen[ai] += i - j
+                except (KafkamcError, KeyboardInterrupt):
                     raise
                 except Exception as exc:
                     raise _classify(spec, s, exc, invs, aprops) from exc
@@ -243,7 +301,7 @@ def _explore(
                 if i == 0 and deadlock and not dead_found:
                     dead_found = True
                     # Shorter than anything else this round can find, so it wins.
-                    found = (DEADLOCK, _path(parent, sidx, sid))
+                    found = (DEADLOCK, _path(parent, sidx, sid), (sid, None))
             level_start += len(frontier)
             frontier = nxt
             if frontier:
@@ -251,11 +309,11 @@ def _explore(
             if progress:
                 progress(LevelStats(depth, len(seen), generated, len(frontier), time.perf_counter() - started))
             if found is not None:
-                violated, bad_path = found
+                violated, bad_path, bad_at = found
                 depth = max(depth, len(bad_path))
                 return result(VIOLATION)
-    except KeyboardInterrupt:
-        reason = "interrupted"
+    except KeyboardInterrupt as exc:
+        reason = stop_reason(exc)
         return result(INCOMPLETE)
     return result(OK)
 
@@ -267,7 +325,11 @@ def _classify(spec: Spec, state: Any, exc: BaseException, invs: list, aprops: li
         return culprit
     p = spec.p
     for aname, fn in ((a.name, a.fn) for a in spec.actions()):
-        for label, t in fn(p, state):
+        try:
+            pairs = list(fn(p, state))
+        except Exception as again:  # it did not raise a moment ago: the spec is not pure
+            return SpecRaised(f"action {aname}", state, again)
+        for label, t in pairs:
             for name, ifn in invs:
                 try:
                     ifn(p, t)

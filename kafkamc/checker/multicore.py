@@ -26,12 +26,14 @@ from typing import Any, Callable, Sequence
 
 from kafkamc.checker.fingerprint import Fingerprinter
 from kafkamc.checker.local import (
-    Progress, _classify, _path, explore, first_violation, gc_paused, state_key_function,
+    Progress, _classify, _path, explore, first_violation, gc_paused, recorded, state_key_function,
 )
-from kafkamc.result import DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult, LevelStats
-from kafkamc.counterexamples.trace import replay
-from kafkamc.errors import SpecRaised, UsageError
-from kafkamc.invariants.api import Property
+from kafkamc.checker.resources import die_with_parent
+from kafkamc.checker.watch import PROGRESS_EVERY, Watch, stop_reason
+from kafkamc.result import DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult, LevelStats, coverage_of
+from kafkamc.counterexamples.checked import checked_replay
+from kafkamc.errors import KafkamcError, SpecError, SpecRaised, UsageError
+from kafkamc.invariants.api import Property, fails
 from kafkamc.spec.api import Spec, format_label
 
 __all__ = ["explore_multicore", "available_cores", "FORK_THRESHOLD"]
@@ -50,11 +52,21 @@ def available_cores() -> int:
 class _Segment:
     """A worker's slice of the frontier and what it knows about the level being built."""
 
+    # Where expand() reports (states expanded, successors generated) as it goes: shared memory
+    # the parent reads for progress lines and for the counts of an interrupted level.
+    meter: Any = None
+
+    def report(self, expanded: int, generated: int) -> None:
+        meter = self.meter
+        if meter is not None:
+            meter[0] = expanded
+            meter[1] = generated
+
     def __init__(self, spec: Spec, props: Sequence[Property], key: Callable[[Any], int],
                  fpr: Fingerprinter, deadlock: bool, frontier: list[Any]) -> None:
         self.spec = spec
         self.p = spec.p
-        self.actions = [(a.name, a.fn) for a in spec.actions()]
+        self.actions = [(ai, a.name, a.fn) for ai, a in enumerate(spec.actions())]
         self.invs = [(pr.name, pr.fn) for pr in props if pr.kind == "invariant"]
         self.aprops = [(pr.name, pr.fn) for pr in props if pr.kind == "action"]
         self.key = key
@@ -63,25 +75,34 @@ class _Segment:
         self.frontier = frontier
         self.cand: list[Any] = []
         self.cand_where: array = array("q")  # (parent position << 16) | successor index
+        self.cand_action: array = array("H")  # the action that yielded each candidate
+        self.level_cov: tuple[list[int], list[int]] = ([], [])  # enabled, generated of the last expand
 
-    def expand(self) -> tuple[bytes, bytes, bytes, int, Any, Any]:
-        """Successors of the segment: first occurrences only. Returns arrays as bytes plus findings."""
+    def expand(self) -> tuple[bytes, bytes, bytes, int, Any, Any, tuple[list[int], list[int]]]:
+        """Successors of the segment: first occurrences only. Returns arrays as bytes plus findings
+        and the segment's coverage (enabled, generated per action)."""
         p, key, aprops, constraint, fpr = self.p, self.key, self.aprops, self.spec.constraint, self.fpr
         local: dict[int, int] = {}
         keys = array("q")
         where = array("q")
         ordinal = array("q")
+        cact = array("H")
         cand: list[Any] = []
         generated = 0
-        aprop_found = None  # (parent position, successor index, name)
+        cov_en = [0] * len(self.actions)
+        cov_gen = [0] * len(self.actions)
+        aprop_found = None  # (parent position, successor index, name, fingerprint of the target)
         dead_found = None  # parent position
         for pos, s in enumerate(self.frontier):
+            if not pos & 255:
+                self.report(pos, generated)
             if constraint is not None and not constraint(p, s):
                 continue
             validating = fpr.validating  # once per state; check() stops at its own quota
             i = 0
             try:
-                for aname, fn in self.actions:
+                for ai, aname, fn in self.actions:
+                    j = i
                     for label, t in fn(p, s):
                         if validating:
                             fpr.check(t)
@@ -89,17 +110,22 @@ class _Segment:
                         if aprops and aprop_found is None:
                             flabel = format_label(aname, label)
                             for pname, pfn in aprops:
-                                if not pfn(p, s, flabel, t):
-                                    aprop_found = (pos, i, pname)
+                                r = pfn(p, s, flabel, t)
+                                if r is not True and fails(r, f"action property {pname} ({flabel})", s):
+                                    aprop_found = (pos, i, pname, k)
                                     break
                         if k not in local:
                             local[k] = len(cand)
                             keys.append(k)
                             where.append((pos << 16) | i)
                             ordinal.append(generated + i)
+                            cact.append(ai)
                             cand.append(t)
                         i += 1
-            except (SpecRaised, UsageError, KeyboardInterrupt):
+                    if i != j:
+                        cov_en[ai] += 1
+                        cov_gen[ai] += i - j
+            except (KafkamcError, KeyboardInterrupt):
                 raise
             except Exception as exc:
                 raise _classify(self.spec, s, exc, self.invs, self.aprops) from exc
@@ -110,14 +136,55 @@ class _Segment:
                 dead_found = pos
         self.cand = cand
         self.cand_where = where
-        return keys.tobytes(), where.tobytes(), ordinal.tobytes(), generated, aprop_found, dead_found
+        self.cand_action = cact
+        self.level_cov = (cov_en, cov_gen)
+        return (keys.tobytes(), where.tobytes(), ordinal.tobytes(), generated, aprop_found, dead_found,
+                self.level_cov)
 
-    def keep(self, chosen: bytes) -> tuple[int, Any]:
+    def _distinct(self, idx: array) -> list[int]:
+        """Per action, how many of the chosen candidates it yielded (the states it found first)."""
+        dist = [0] * len(self.actions)
+        cact = self.cand_action
+        for j in idx:
+            dist[cact[j]] += 1
+        return dist
+
+    def tally(self, upto: int | None, chosen: bytes) -> tuple[list[int], list[int], list[int]]:
+        """Coverage of a level cut short by a bound: enabled and generated per action counting the
+        successors up to ordinal ``upto`` (None: all of them), distinct among ``chosen``."""
+        idx = array("q")
+        idx.frombytes(chosen)
+        dist = self._distinct(idx)
+        if upto is None:
+            return self.level_cov[0], self.level_cov[1], dist
+        p, constraint = self.p, self.spec.constraint
+        en = [0] * len(self.actions)
+        gen = [0] * len(self.actions)
+        left = upto + 1
+        for s in self.frontier:
+            if constraint is not None and not constraint(p, s):
+                continue
+            for ai, _, fn in self.actions:
+                c = 0
+                for _ in fn(p, s):
+                    c += 1
+                    if c == left:
+                        break
+                if c:
+                    en[ai] += 1
+                    gen[ai] += c
+                    left -= c
+                    if not left:
+                        return en, gen, dist
+        return en, gen, dist
+
+    def keep(self, chosen: bytes) -> tuple[int, Any, list[int]]:
         """Keep the chosen candidates as the next segment; check invariants on them."""
         idx = array("q")
         idx.frombytes(chosen)
         cand = self.cand
         nxt = [cand[j] for j in idx]
+        dist = self._distinct(idx)
         self.cand = []
         p = self.p
         found = None  # (position in nxt, name)
@@ -128,7 +195,7 @@ class _Segment:
                 found = (pos, name)
                 break
         self.frontier = nxt
-        return len(nxt), found
+        return len(nxt), found, dist
 
     def take(self, count: int, from_tail: bool) -> bytes:
         """Give away ``count`` states from one end (rebalancing keeps segments contiguous)."""
@@ -144,11 +211,19 @@ class _Segment:
         return len(self.frontier)
 
 
-def _serve(conn: Any, segment: _Segment) -> None:
+def _serve(conn: Any, segment: _Segment, parent_pid: int) -> None:
     """A worker process: answer the parent's requests until told to stop."""
-    # Ctrl-C reaches the whole process group; only the parent decides what it means (incomplete,
-    # with the statistics so far), then stops the workers.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Ctrl-C and a hang-up reach the whole process group, and so does SIGTERM from `timeout` or
+    # systemd; only the parent decides what they mean (incomplete, with the statistics so far),
+    # then kills the workers (SIGKILL). A worker dying first would turn that into "a worker
+    # exited unexpectedly". The watch's SIGALRM is the parent's own. Signals stay blocked from
+    # before the fork until this is set up (see _fork).
+    for sig in _FORK_BLOCKED:
+        signal.signal(sig, signal.SIG_IGN)
+    # A parent killed outright (SIGKILL, the OOM killer) must not leave workers behind holding
+    # memory and the pipes of whoever reads the parent's output.
+    die_with_parent(parent_pid)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _FORK_BLOCKED)
     gc.disable()  # see local.gc_paused; a worker lives only for one exploration
     try:
         while True:
@@ -156,13 +231,17 @@ def _serve(conn: Any, segment: _Segment) -> None:
             op = msg[0]
             try:
                 if op == "expand":
-                    conn.send(("ok", segment.expand()))
+                    out = segment.expand()
+                    segment.report(len(segment.frontier), out[3])
+                    conn.send(("ok", out))
                 elif op == "keep":
                     conn.send(("ok", segment.keep(msg[1])))
                 elif op == "take":
                     conn.send(("ok", segment.take(msg[1], msg[2])))
                 elif op == "give":
                     conn.send(("ok", segment.give(msg[1], msg[2])))
+                elif op == "tally":
+                    conn.send(("ok", segment.tally(msg[1], msg[2])))
                 elif op == "stop":
                     return
             except KeyboardInterrupt:
@@ -171,6 +250,8 @@ def _serve(conn: Any, segment: _Segment) -> None:
                 conn.send(("raised", exc.where, _portable(exc.state), type(exc.error).__name__, str(exc.error)))
             except UsageError as exc:
                 conn.send(("usage", str(exc)))
+            except SpecError as exc:
+                conn.send(("spec", str(exc)))
             except Exception as exc:  # the engine's own bug: report it, do not hang the parent
                 conn.send(("raised", "the engine worker", None, type(exc).__name__, str(exc)))
     except (EOFError, KeyboardInterrupt):
@@ -185,54 +266,95 @@ def _portable(state: Any) -> Any:
         return repr(state)
 
 
+# Blocked in the parent across a fork, so that a forked worker gets none of them before it has
+# set its own handlers (it ignores them all).
+_FORK_BLOCKED = {getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGALRM") if hasattr(signal, name)}
+
+
 class _Remote:
     """The parent's handle on one worker process."""
 
     def __init__(self, ctx: Any, segment: _Segment) -> None:
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_serve, args=(child, segment), daemon=True)
+        segment.meter = ctx.RawArray("q", 2)
+        self.meter = segment.meter
+        self.expanding = False
+        self.waiting = False
+        self.proc = ctx.Process(target=_serve, args=(child, segment, os.getpid()), daemon=True)
         self.proc.start()
         child.close()
 
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid
+
+    def pending(self) -> tuple[int, int]:
+        """(states expanded, successors generated) of a level expanded but not yet kept."""
+        return (self.meter[0], self.meter[1]) if self.expanding else (0, 0)
+
     def call(self, *msg: Any) -> Any:
-        self.conn.send(msg)
+        self.send(*msg)
         return self.result()
 
     def send(self, *msg: Any) -> None:
+        if msg[0] in ("expand", "keep"):
+            self.expanding = msg[0] == "expand"
+        self.waiting = True
         self.conn.send(msg)
 
     def result(self) -> Any:
         try:
             reply = self.conn.recv()
+            self.waiting = False
         except EOFError:
             raise SpecRaised("a worker process", None, RuntimeError("worker exited unexpectedly")) from None
         if reply[0] == "ok":
             return reply[1]
         if reply[0] == "usage":
             raise UsageError(reply[1])
+        if reply[0] == "spec":
+            raise SpecError(reply[1])
         _, where, state, ename, text = reply
         raise SpecRaised(where, state, type(ename, (Exception,), {})(text))
 
     def stop(self) -> None:
+        """Ask an idle worker to exit; kill one still working (the run was cut short)."""
+        if self.waiting:
+            self.proc.kill()
+            return
         try:
             self.conn.send(("stop",))
         except (OSError, BrokenPipeError):
-            pass
-        self.proc.join(timeout=2)
+            self.proc.kill()
+
+    def join(self, deadline: float) -> None:
+        self.proc.join(timeout=max(0.0, deadline - time.monotonic()))
         if self.proc.is_alive():
-            self.proc.terminate()
+            self.proc.kill()
+            self.proc.join(timeout=1)
 
 
 class _Local:
     """The same interface as _Remote for the segment the parent expands itself."""
 
+    pid = None
+
     def __init__(self, segment: _Segment) -> None:
         self.segment = segment
         self._pending: Any = None
+        segment.meter = self.meter = array("q", [0, 0])
+        self.expanding = False
+
+    def pending(self) -> tuple[int, int]:
+        return (self.meter[0], self.meter[1]) if self.expanding else (0, 0)
 
     def send(self, *msg: Any) -> None:
         op = msg[0]
+        if op in ("expand", "keep"):
+            self.expanding = op == "expand"
         self._pending = getattr(self.segment, op)(*msg[1:])
+        if op == "expand":
+            self.segment.report(len(self.segment.frontier), self._pending[3])
 
     def result(self) -> Any:
         out, self._pending = self._pending, None
@@ -244,6 +366,18 @@ class _Local:
 
     def stop(self) -> None:
         pass
+
+    def join(self, deadline: float) -> None:
+        pass
+
+
+def _stop_all(handles: list[Any]) -> None:
+    """Stop every worker within a second in all (a worker mid-level is killed at once)."""
+    for h in handles:
+        h.stop()
+    deadline = time.monotonic() + 1.0
+    for h in handles:
+        h.join(deadline)
 
 
 def explore_multicore(
@@ -257,15 +391,21 @@ def explore_multicore(
     deadlock: bool = False,
     progress: Progress | None = None,
     fork_threshold: int = FORK_THRESHOLD,
+    max_memory: int | None = None,
+    progress_every: float = PROGRESS_EVERY,
 ) -> CheckResult:
-    """Like ``local.explore`` (same results), on ``workers`` processes once levels are large."""
+    """Like ``local.explore`` (same results), on ``workers`` processes once levels are large.
+
+    ``max_memory`` bounds the memory of the parent and its workers together.
+    """
     if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         return explore(spec, properties, max_depth=max_depth, max_states=max_states, symmetry=symmetry,
-                       deadlock=deadlock, progress=progress)
-    with gc_paused():
-        return _explore_multicore(spec, properties, workers=workers, max_depth=max_depth, max_states=max_states,
-                                  symmetry=symmetry, deadlock=deadlock, progress=progress,
-                                  fork_threshold=fork_threshold)
+                       deadlock=deadlock, progress=progress, max_memory=max_memory, progress_every=progress_every)
+    with gc_paused(), Watch(progress, max_memory=max_memory, every=progress_every) as watch:
+        return watch.annotate(_explore_multicore(
+            spec, properties, workers=workers, max_depth=max_depth, max_states=max_states, symmetry=symmetry,
+            deadlock=deadlock, progress=watch.progress, fork_threshold=fork_threshold, watch=watch,
+        ))
 
 
 def _explore_multicore(
@@ -279,6 +419,7 @@ def _explore_multicore(
     deadlock: bool,
     progress: Progress | None,
     fork_threshold: int,
+    watch: Watch | None = None,
 ) -> CheckResult:
     props = tuple(spec.default_properties() if properties is None else properties)
     p = spec.p
@@ -294,7 +435,12 @@ def _explore_multicore(
     depth = 1
     violated: str | None = None
     bad_path: list[int] | None = None
+    bad_at: tuple[int, int | None] = (-1, None)  # see local.recorded
     reason: str | None = None
+    names = [a.name for a in spec.actions()]
+    cov_en = [0] * len(names)
+    cov_gen = [0] * len(names)
+    cov_new = [0] * len(names)
     frontier: list[Any] = []
     for i, s in enumerate(inits):
         fpr.check(s)
@@ -312,6 +458,7 @@ def _explore_multicore(
             violated = first_violation(p, s, invs)
             if violated is not None:
                 bad_path = _path(parent, sidx, len(parent) - 1)
+                bad_at = (len(parent) - 1, None)
 
     def result(kind: str) -> CheckResult:
         return CheckResult(
@@ -319,13 +466,26 @@ def _explore_multicore(
             invariants=tuple(pr.name for pr in props) + ((DEADLOCK,) if deadlock else ()),
             violated=violated, distinct_states=len(seen), states_generated=generated, depth=depth,
             seconds=time.perf_counter() - started,
-            trace=replay(spec, bad_path) if bad_path is not None else None,
+            trace=None if bad_path is None else checked_replay(
+                spec, bad_path, violated, props, key=key, expected=recorded(seen, parent, *bad_at)),
             reason=reason, symmetry=symmetry, extra={"workers": len(handles) if handles else 1},
+            coverage=coverage_of(names, cov_en, cov_gen, cov_new),
         )
 
     handles: list[Any] = [_Local(_Segment(spec, props, key, fpr, deadlock, frontier))]
     sizes = [len(frontier)]
     level_start = 0
+    if watch is not None:
+        watch.workers = lambda: [h.pid for h in handles if h.pid is not None]
+
+        def probe() -> LevelStats | None:
+            if reason is not None:  # the run is over (stopping its workers): no more lines
+                return None
+            done = [h.pending() for h in handles]
+            return LevelStats(depth + 1, len(seen), generated + sum(g for _, g in done), sum(sizes),
+                              time.perf_counter() - started, within_level=True, expanded=sum(e for e, _ in done))
+
+        watch.probe = probe
     if progress:
         progress(LevelStats(1, len(seen), generated, len(frontier), time.perf_counter() - started))
     if reason is not None:
@@ -343,12 +503,13 @@ def _explore_multicore(
             replies = [h.result() for h in handles]
             n = len(parent)
             chosen: list[array] = []
-            found: tuple[Any, ...] | None = None  # (order key, name, path)
+            found: tuple[Any, ...] | None = None  # (order key, name, path, (index, target fingerprint))
             dead: tuple[int, int] | None = None
             offset = level_start
             gen_before = generated
             stop: str | None = None
-            for w, (kb, wb, ob, gen, aprop, dpos) in enumerate(replies):
+            cut: tuple[int, int] | None = None  # (worker, ordinal of the successor a bound stopped at)
+            for w, (kb, wb, ob, gen, aprop, dpos, _) in enumerate(replies):
                 keys = array("q")
                 keys.frombytes(kb)
                 where = array("q")
@@ -359,7 +520,8 @@ def _explore_multicore(
                 if aprop is not None:
                     order = (offset + aprop[0], aprop[1], 0)
                     if found is None or order < found[0]:
-                        found = (order, aprop[2], _path(parent, sidx, offset + aprop[0]) + [aprop[1]])
+                        found = (order, aprop[2], _path(parent, sidx, offset + aprop[0]) + [aprop[1]],
+                                 (offset + aprop[0], aprop[3]))
                 if stop is None:
                     for j, k in enumerate(keys):
                         if k in seen:
@@ -369,6 +531,7 @@ def _explore_multicore(
                             ordinal = array("q")
                             ordinal.frombytes(ob)
                             generated = gen_before + ordinal[j] + 1
+                            cut = (w, ordinal[j])
                             break
                         seen[k] = n
                         wh = where[j]
@@ -380,6 +543,12 @@ def _explore_multicore(
                         gen_before += gen
                 chosen.append(keep)
                 offset += sizes[w]
+            if stop is not None and cut is not None:
+                # The level's coverage up to the successor the bound stopped at, as local counts it.
+                for w in range(cut[0] + 1):
+                    handles[w].send("tally", cut[1] if w == cut[0] else None, chosen[w].tobytes())
+                for w in range(cut[0] + 1):
+                    _add_coverage((cov_en, cov_gen, cov_new), handles[w].result())
             if stop is not None:
                 reason = stop
                 return result(INCOMPLETE)
@@ -387,37 +556,47 @@ def _explore_multicore(
             for h, keep in zip(handles, chosen):
                 h.send("keep", keep.tobytes())
             kept = [h.result() for h in handles]
+            for reply, (_, _, dist) in zip(replies, kept):
+                _add_coverage((cov_en, cov_gen, cov_new), (*reply[6], dist))
             base = level_start + sum(sizes)
-            for (count, inv), keep, w in zip(kept, chosen, range(len(handles))):
+            for (count, inv, _), keep, w in zip(kept, chosen, range(len(handles))):
                 if inv is not None:
                     gidx = base + inv[0]
                     wh = parent[gidx], sidx[gidx]
                     order = (wh[0], wh[1], 1)
                     if found is None or order < found[0]:
-                        found = (order, inv[1], _path(parent, sidx, gidx))
+                        found = (order, inv[1], _path(parent, sidx, gidx), (gidx, None))
                 base += count
             level_start += sum(sizes)
-            sizes = [c for c, _ in kept]
+            sizes = [c for c, _, _ in kept]
             if sum(sizes):
                 depth += 1
             if progress:
                 progress(LevelStats(depth, len(seen), generated, sum(sizes), time.perf_counter() - started))
             if dead is not None:
-                violated, bad_path = DEADLOCK, _path(parent, sidx, dead[1])
+                violated, bad_path, bad_at = DEADLOCK, _path(parent, sidx, dead[1]), (dead[1], None)
             elif found is not None:
-                violated, bad_path = found[1], found[2]
+                violated, bad_path, bad_at = found[1], found[2], found[3]
             if violated is not None:
                 depth = max(depth, len(bad_path))
                 return result(VIOLATION)
             if len(handles) > 1:
                 sizes = _rebalance(handles, sizes)
-    except KeyboardInterrupt:
-        reason = "interrupted"
+    except KeyboardInterrupt as exc:
+        reason = stop_reason(exc)
+        # The work done in the level cut short: successors generated so far (as the workers last
+        # reported them, at most 256 states ago); their new states were not merged yet.
+        generated += sum(g for _, g in (h.pending() for h in handles))
         return result(INCOMPLETE)
     finally:
-        for h in handles:
-            h.stop()
+        _stop_all(handles)
     return result(OK)
+
+
+def _add_coverage(total: tuple[list[int], ...], part: tuple[list[int], ...]) -> None:
+    for into, add in zip(total, part):
+        for ai, n in enumerate(add):
+            into[ai] += n
 
 
 def _fork(ctx: Any, segment: _Segment, workers: int) -> tuple[list[Any], list[int]]:
@@ -427,12 +606,19 @@ def _fork(ctx: Any, segment: _Segment, workers: int) -> tuple[list[Any], list[in
     bounds = [size * w // workers for w in range(workers + 1)]
     handles: list[Any] = []
     sizes = []
-    for w in range(workers):
-        part = frontier[bounds[w]:bounds[w + 1]]
-        child = _Segment(segment.spec, (), segment.key, segment.fpr, segment.deadlock, part)
-        child.invs, child.aprops = segment.invs, segment.aprops
-        handles.append(_Remote(ctx, child))
-        sizes.append(len(part))
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _FORK_BLOCKED)
+    try:
+        for w in range(workers):
+            part = frontier[bounds[w]:bounds[w + 1]]
+            child = _Segment(segment.spec, (), segment.key, segment.fpr, segment.deadlock, part)
+            child.invs, child.aprops = segment.invs, segment.aprops
+            handles.append(_Remote(ctx, child))
+            sizes.append(len(part))
+    except BaseException:
+        _stop_all(handles)
+        raise
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     segment.frontier = []
     return handles, sizes
 

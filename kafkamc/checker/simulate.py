@@ -33,11 +33,13 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from kafkamc.checker.local import first_violation, state_key_function
-from kafkamc.result import DEADLOCK, VIOLATION, CheckResult
+from kafkamc.checker.watch import INTERRUPTED, TERMINATED, stop_reason
+from kafkamc.result import DEADLOCK, INCOMPLETE, VIOLATION, CheckResult
+from kafkamc.counterexamples.checked import checked_replay
 from kafkamc.counterexamples.trace import replay
 from kafkamc.errors import EngineError, SpecRaised, UsageError
-from kafkamc.invariants.api import Property
-from kafkamc.spec.api import Spec, format_label
+from kafkamc.invariants.api import Property, fails
+from kafkamc.spec.api import Spec, action_failure, format_label
 
 __all__ = ["simulate", "shortcut", "tighten", "NO_VIOLATION_FOUND", "DEFAULT_DATABASE", "SimulationStats"]
 
@@ -146,7 +148,7 @@ def simulate(
                 for label, t in fn(p, state):
                     out.append((aname, label, t))
             except Exception as exc:
-                raise SpecRaised(f"action {aname}", state, exc) from exc
+                raise action_failure(aname, fn, p, state, exc) from exc
         return out
 
     def walk(choose, room) -> None:
@@ -198,7 +200,7 @@ def simulate(
                         ok = pfn(p, state, flabel, t)
                     except Exception as exc:
                         raise SpecRaised(f"action property {pname}", state, exc) from exc
-                    if not ok:
+                    if ok is not True and fails(ok, f"action property {pname} ({flabel})", state):
                         _fail(pname, path, searching)
             bad = check_state(t)
             if bad is not None:
@@ -258,15 +260,16 @@ def simulate(
     except _Violation as v:
         violated = v.name
         shrunk_steps = len(v.path) - 1
-        trace = replay(spec, tighten(spec, shortcut(spec, v.path, aprops), v.name, invs, aprops))
+        trace = checked_replay(spec, tighten(spec, shortcut(spec, v.path, aprops), v.name, invs, aprops), v.name,
+                               props)
     except _TimeUp:
         reason = "time"
-    except KeyboardInterrupt:
-        reason = "interrupted"
+    except KeyboardInterrupt as exc:
+        reason = stop_reason(exc)
         if "best" in first_failure:
             violated, path = first_failure["best"]
             shrunk_steps = len(path) - 1
-            trace = replay(spec, path)
+            trace = checked_replay(spec, path, violated, props)
     except Exception as exc:
         if type(exc).__module__.startswith("hypothesis"):
             first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
@@ -298,7 +301,8 @@ def simulate(
         extra["shrunk_steps"] = shrunk_steps
     return CheckResult(
         spec=spec.name, params=p.as_dict(), engine="simulate",
-        result=VIOLATION if violated else NO_VIOLATION_FOUND,
+        # Cut short by Ctrl-C, SIGTERM or SIGHUP: incomplete, as for check, not "no violation found".
+        result=VIOLATION if violated else INCOMPLETE if reason in (INTERRUPTED, TERMINATED) else NO_VIOLATION_FOUND,
         invariants=tuple(pr.name for pr in props) + ((DEADLOCK,) if deadlock else ()), violated=violated,
         distinct_states=len(stats.seen), states_generated=stats.states_generated,
         depth=stats.longest + 1, seconds=seconds, trace=trace,
@@ -341,7 +345,7 @@ def shortcut(spec: Spec, path: Sequence[int], aprops: Sequence[tuple[str, Any]] 
                 break  # already the step taken
             k, act, label = hit
             flabel = format_label(act.name, label)
-            if all(fn(p, s, flabel, states[j]) for _, fn in aprops):
+            if all(_aprop_holds(name, fn, p, s, flabel, states[j]) for name, fn in aprops):
                 path = path[: i + 1] + [k] + path[j + 1:]
                 states = states[: i + 1] + states[j:]
                 break
@@ -386,7 +390,7 @@ def tighten(
                 return None
             k, flabel, t = found
             out.append(k)
-            broken = next((name for name, fn in aprops if not fn(p, s, flabel, t)), None)
+            broken = next((name for name, fn in aprops if not _aprop_holds(name, fn, p, s, flabel, t)), None)
             if broken is None:
                 broken = first_violation(p, t, invs)
             if broken is not None:
@@ -408,3 +412,8 @@ def tighten(
                 changed = True
                 break
     return best
+
+
+def _aprop_holds(name: str, fn: Any, p: Any, s: Any, label: str, t: Any) -> bool:
+    r = fn(p, s, label, t)
+    return r is True or not fails(r, f"action property {name} ({label})", s)

@@ -64,12 +64,15 @@ import numpy as np
 
 from kafkamc.checker.fingerprint import Fingerprinter, _validate_stable
 from kafkamc.checker.local import _classify, first_violation, state_key_function
+from kafkamc.checker.spark_stop import JobStop
+from kafkamc.checker.watch import stop_reason
 from kafkamc.result import (
-    DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult, LevelStats,
+    DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult, LevelStats, coverage_of,
 )
+from kafkamc.counterexamples.checked import checked_replay
 from kafkamc.counterexamples.trace import ReplayError, replay
-from kafkamc.errors import EngineError, SpecRaised, UsageError
-from kafkamc.invariants.api import Property
+from kafkamc.errors import EngineError, KafkamcError, SpecRaised, UsageError
+from kafkamc.invariants.api import Property, fails
 from kafkamc.spec.api import Spec, format_label
 
 __all__ = ["explore_spark", "CHECKPOINT_EVERY"]
@@ -341,21 +344,30 @@ def _without_gc(fn: Callable[..., Any], *args: Any) -> Any:
             gc.enable()
 
 
+def _chain(digest: int, fingerprint: int) -> int:
+    """The digest of the fingerprints along a state's path, extended by one state. Executors keep
+    no parent links, so the driver checks a replayed counterexample's states against this."""
+    return hash((digest, fingerprint))
+
+
 def _init_block(job: _Job, index: int, it: Any) -> Any:
     """Partition ``index`` of level 1 from the driver's initial states (already checked)."""
     keys: list[np.ndarray] = []
     entries: list = []
     for _, payload in it:
         kb, paths, states = marshal.loads(payload)
-        keys.append(np.frombuffer(kb, dtype=np.int64))
-        entries.extend(zip(paths, states))
+        ks = np.frombuffer(kb, dtype=np.int64)
+        keys.append(ks)
+        entries.extend((path, sb, -1, _chain(0, k)) for path, sb, k in zip(paths, states, ks.tolist()))
     v = np.sort(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.int64)
     entries.sort()
     return iter([(v, _pack_frontier(entries), len(entries))])
 
 
 def _pack_frontier(entries: list) -> bytes:
-    return marshal.dumps(([e[0] for e in entries], [e[1] for e in entries]), 4)
+    """(paths, states, actions, digests): per state its path, its encoding, the action that
+    yielded it (-1 for an initial state) and the digest of the fingerprints along its path."""
+    return marshal.dumps(tuple([e[c] for e in entries] for c in range(4)), 4)
 
 
 def _expand(job: _Job, acc: Any, index: int, it: Any) -> Any:
@@ -371,37 +383,47 @@ def _expand_body(job: _Job, acc: Any, index: int, it: Any) -> Any:
     visited, fbytes, count = block
     generated = 0
     dead = aprop_bad = err = None
+    fps: dict[bytes, tuple[int, int]] = {}  # a reported path: its state's fingerprint and path digest
+    nact = len(type(job.spec).actions())
+    cov_en, cov_gen = [0] * nact, [0] * nact
     out: list = []
     if count:
         spec = job.spec
         p = spec.p
         codec = job.codec()
         loads = codec.loads
-        paths, states = marshal.loads(fbytes)
+        frontier = marshal.loads(fbytes)
+        paths, states, chains = frontier[0], frontier[1], frontier[3]
         key, _ = state_key_function(spec, loads(states[0]), job.symmetry)
-        actions = [(a.name, a.fn) for a in type(spec).actions()]
+        actions = [(ai, a.name, a.fn) for ai, a in enumerate(type(spec).actions())]
         constraint = spec.constraint
         aprops = job.aprops
         deadlock = job.deadlock
         cands: dict[int, tuple] = {}
-        for path, sb in zip(paths, states):
+        for path, sb, ch in zip(paths, states, chains):
             s = loads(sb)
             if constraint is not None and not constraint(p, s):
                 continue
             i = 0
             try:
-                for aname, fn in actions:
+                for ai, aname, fn in actions:
+                    j = i
                     for label, t in fn(p, s):
                         k = key(t)
                         if aprops and aprop_bad is None:
                             flabel = format_label(aname, label)
-                            for n, (_, pfn) in enumerate(aprops):
-                                if not pfn(p, s, flabel, t):
+                            for n, (pname, pfn) in enumerate(aprops):
+                                r = pfn(p, s, flabel, t)
+                                if r is not True and fails(r, f"action property {pname} ({flabel})", s):
                                     aprop_bad = (path + _step(i), n)
+                                    fps[aprop_bad[0]] = (k, _chain(ch, k))
                                     break
                         if k not in cands:
-                            cands[k] = (path, i, t)
+                            cands[k] = (path, i, t, ai, ch)
                         i += 1
+                    if i != j:
+                        cov_en[ai] += 1
+                        cov_gen[ai] += i - j
             except Exception as exc:
                 # The driver re-runs this state's expansion to raise the very same error.
                 err = (path, f"{type(exc).__name__}: {exc}")
@@ -409,6 +431,7 @@ def _expand_body(job: _Job, acc: Any, index: int, it: Any) -> Any:
             generated += i
             if i == 0 and deadlock and dead is None:
                 dead = path
+                fps[path] = (key(s), ch)
         if cands:
             P = job.partitions
             keys = np.fromiter(cands, dtype=np.int64, count=len(cands))
@@ -420,22 +443,28 @@ def _expand_body(job: _Job, acc: Any, index: int, it: Any) -> Any:
             bk: list[list[int]] = [[] for _ in range(P)]
             bp: list[list[bytes]] = [[] for _ in range(P)]
             bs: list[list[bytes]] = [[] for _ in range(P)]
+            ba: list[list[int]] = [[] for _ in range(P)]
+            bc: list[list[int]] = [[] for _ in range(P)]
             dumps = codec.dumps
             try:
-                for (k, (path, i, t)), o, d in zip(cands.items(), owners.tolist(), drop.tolist()):
+                for (k, (path, i, t, ai, ch)), o, d in zip(cands.items(), owners.tolist(), drop.tolist()):
                     if not d:
                         bk[o].append(k)
                         bp[o].append(path + _step(i))
                         bs[o].append(dumps(t))
+                        ba[o].append(ai)
+                        bc[o].append(_chain(ch, k))
                 for j in range(P):
                     if bk[j]:
-                        out.append((j, marshal.dumps((np.array(bk[j], dtype=np.int64).tobytes(), bp[j], bs[j]), 4)))
+                        out.append((j, marshal.dumps(
+                            (np.array(bk[j], dtype=np.int64).tobytes(), bp[j], bs[j], ba[j], bc[j]), 4)))
             except Exception as exc:
                 if err is None:
                     err = (b"", f"encoding a state for the shuffle failed: {type(exc).__name__}: {exc}")
                 out = []
     acc.add({("x", index): {
-        "generated": generated, "deadlock": dead, "aprop": aprop_bad, "error": err,
+        "generated": generated, "deadlock": dead, "aprop": aprop_bad, "error": err, "fps": fps,
+        "coverage": (cov_en, cov_gen),
         "expanded": count, "seconds": time.perf_counter() - started, "rss_kb": _rss_kb(),
         "sources": _sources(job.spec),
     }})
@@ -453,18 +482,24 @@ def _merge_body(job: _Job, acc: Any, index: int, it: Any) -> Any:
     keys: list[np.ndarray] = []
     paths: list[bytes] = []
     states: list[bytes] = []
+    acts: list[int] = []  # the action that yielded each state (coverage)
+    chains: list[int] = []  # the digest of the fingerprints along each state's path
     for item in it:
         if isinstance(item[0], np.ndarray):
             visited = item[0]
             continue
-        kb, ps, ss = marshal.loads(item[1])
+        kb, ps, ss, aa, cc = marshal.loads(item[1])
         keys.append(np.frombuffer(kb, dtype=np.int64))
         paths.extend(ps)
         states.extend(ss)
+        acts.extend(aa)
+        chains.extend(cc)
     if visited is None:
         raise RuntimeError(f"kafkamc: the visited block of partition {index} is missing from the union")
     inv_bad = inv_err = invalid = first_new = None
-    order: list = []
+    inv_fp = None
+    dist = [0] * len(type(job.spec).actions())
+    order: list[int] = []  # the new states' positions in the batches, in path order
     if paths:
         ks = np.concatenate(keys)
         fresh = ~_member(visited, ks)
@@ -475,9 +510,11 @@ def _merge_body(job: _Job, acc: Any, index: int, it: Any) -> Any:
                 b = get(k)
                 if b is None or paths[n] < paths[b]:
                     best[k] = n
-        order = sorted((paths[n], states[n]) for n in best.values())
+        order = sorted(best.values(), key=paths.__getitem__)  # paths are distinct: no ties
+        for n in order:
+            dist[acts[n]] += 1
         if order:
-            first_new = order[0][0]
+            first_new = paths[order[0]]
             new_keys = np.fromiter(best, dtype=np.int64, count=len(best))
             visited = np.concatenate((visited, np.sort(new_keys)))
             visited.sort(kind="stable")  # two sorted runs: a linear merge
@@ -486,7 +523,8 @@ def _merge_body(job: _Job, acc: Any, index: int, it: Any) -> Any:
         if invs or budget:
             p = job.spec.p
             loads = job.codec().loads
-            for path, sb in order:
+            for at in order:
+                path, sb = paths[at], states[at]
                 checking = inv_bad is None and inv_err is None and invs
                 if not checking and budget <= 0:
                     break
@@ -500,15 +538,20 @@ def _merge_body(job: _Job, acc: Any, index: int, it: Any) -> Any:
                             invalid = (path, str(exc))
                 if checking:
                     try:
-                        for n, (_, fn) in enumerate(invs):
-                            if not fn(p, t):
+                        for n, (name, fn) in enumerate(invs):
+                            r = fn(p, t)
+                            if r is not True and fails(r, f"invariant {name}", t):
                                 inv_bad = (path, n)
                                 break
                     except Exception as exc:
                         inv_err = (path, f"{type(exc).__name__}: {exc}")
-    packed = _pack_frontier(order)
+    if inv_bad is not None:
+        inv_fp = next((k, chains[n]) for k, n in best.items() if paths[n] == inv_bad[0])
+    # The columns _pack_frontier writes, without building a tuple per state.
+    packed = marshal.dumps(tuple([col[n] for n in order] for col in (paths, states, acts, chains)), 4)
     acc.add({("m", index): {
-        "new": len(order), "invariant": inv_bad, "error": inv_err, "invalid": invalid,
+        "new": len(order), "invariant": inv_bad, "error": inv_err, "invalid": invalid, "invariant_fp": inv_fp,
+        "distinct_by_action": dist,
         "first_new": first_new, "visited": int(visited.size), "frontier_bytes": len(packed),
         "seconds": time.perf_counter() - started, "rss_kb": _rss_kb(),
     }})
@@ -520,7 +563,8 @@ def _first_paths(job: _Job, limit: int, it: Any) -> Any:
     out: list = []
     for _, fbytes, count in it:
         if count:
-            out.extend(marshal.loads(fbytes)[0][:limit])
+            frontier = marshal.loads(fbytes)
+            out.extend(zip(frontier[0][:limit], frontier[2][:limit]))
     return iter([out])
 
 
@@ -529,25 +573,34 @@ def _count_before(job: _Job, bound: bytes, it: Any) -> Any:
 
 
 def _count_before_body(job: _Job, bound: bytes, it: Any) -> Any:
-    """Successors of this block's frontier states whose path is below ``bound`` (bounded runs)."""
+    """Successors of this block's frontier states whose path is below ``bound`` (bounded runs), and
+    per action the states it was enabled on and the successors it generated among them."""
     total = 0
     spec = job.spec
     p = spec.p
     constraint = spec.constraint
     codec = job.codec()
+    actions = type(spec).actions()
+    en, gen = [0] * len(actions), [0] * len(actions)
     for _, fbytes, count in it:
         if not count:
             continue
-        for path, sb in zip(*marshal.loads(fbytes)):
+        frontier = marshal.loads(fbytes)
+        for path, sb in zip(frontier[0], frontier[1]):
             if path >= bound:
                 break
             s = codec.loads(sb)
             if constraint is not None and not constraint(p, s):
                 continue
-            for act in type(spec).actions():
+            for ai, act in enumerate(actions):
+                c = 0
                 for _ in act.fn(p, s):
-                    total += 1
-    return iter([total])
+                    c += 1
+                if c:
+                    en[ai] += 1
+                    gen[ai] += c
+                    total += c
+    return iter([(total, en, gen)])
 
 
 # -- the Spark context and shipping code ----------------------------------------------------
@@ -797,17 +850,35 @@ def explore_spark(
     inits = spec.initial()
     key, fpr = state_key_function(spec, inits[0], symmetry)
 
-    state = {"distinct": 0, "generated": len(inits), "depth": 1}
+    names = [a.name for a in spec.actions()]
+    # enabled, generated, distinct per action
+    state = {"distinct": 0, "generated": len(inits), "depth": 1,
+             "coverage": ([0] * len(names), [0] * len(names), [0] * len(names))}
+    init_fps: dict[int, int] = {}
 
     def result(kind: str, violated: str | None = None, path: Sequence[int] | None = None,
-               reason: str | None = None) -> CheckResult:
-        trace = replay(spec, list(path)) if path is not None else None
+               reason: str | None = None, last_fp: tuple[int, int] | None = None) -> CheckResult:
+        trace = None
+        if path is not None:
+            # The executors keep no parent links; what they report with a violation is the last
+            # state's fingerprint and the digest of the fingerprints along its path (_chain), so
+            # every replayed state is checked, those in between through the digest at the end.
+            end = len(path) - 1
+            digest = [0]
+
+            def expected(j: int, fp: int) -> bool | None:
+                digest[0] = _chain(digest[0], fp)  # checked_replay asks once per position, in order
+                if j == end and last_fp is not None:
+                    return fp == last_fp[0] and digest[0] == last_fp[1]
+                return fp == init_fps.get(path[0]) if j == 0 else None
+
+            trace = checked_replay(spec, list(path), violated, props, key=key, expected=expected)
         return CheckResult(
             spec=spec.name, params=p.as_dict(), engine="spark", result=kind,
             invariants=tuple(pr.name for pr in props) + ((DEADLOCK,) if deadlock else ()),
             violated=violated, distinct_states=state["distinct"], states_generated=state["generated"],
             depth=state["depth"], seconds=time.perf_counter() - started, trace=trace, reason=reason,
-            symmetry=symmetry, extra=extra,
+            symmetry=symmetry, extra=extra, coverage=coverage_of(names, *state["coverage"]),
         )
 
     seen: set[int] = set()
@@ -821,6 +892,7 @@ def explore_spark(
         if max_states is not None and len(seen) >= max_states:
             return result(INCOMPLETE, reason="max-states")
         seen.add(k)
+        init_fps[i] = k
         state["distinct"] = len(seen)
         if i > MAX_INDEX:
             raise UsageError(f"spec {spec.name} has more than {MAX_INDEX + 1} initial states")
@@ -828,11 +900,11 @@ def explore_spark(
         if bad is None:
             name = first_violation(p, s, invs)
             if name is not None:
-                bad = (name, [i])
+                bad = (name, [i], k)
     if progress:
         progress(LevelStats(1, len(seen), state["generated"], len(init_entries), time.perf_counter() - started))
     if bad is not None:
-        return result(VIOLATION, bad[0], bad[1])
+        return result(VIOLATION, bad[0], bad[1], last_fp=(bad[2], _chain(0, bad[2])))
 
     state_type = type(inits[0])
     codec = _codec(state_type)
@@ -841,7 +913,9 @@ def explore_spark(
         codec = _Codec(object)
 
     t0 = time.perf_counter()
+    stop = JobStop()
     sc, owned = _context(master)
+    stop.arm(sc)
     extra["startup_seconds"] = time.perf_counter() - t0
     blocks_made: list[Any] = []
     try:
@@ -850,8 +924,10 @@ def explore_spark(
             partitions=partitions, max_depth=max_depth, max_states=max_states, symmetry=symmetry,
             deadlock=deadlock, progress=progress, started=started,
             state_type=state_type, fpr=fpr, plain_ok=plain_ok,
+            stop=stop,
         )
     finally:
+        stop.disarm()
         for rdd in blocks_made:
             try:
                 rdd.unpersist()
@@ -868,7 +944,7 @@ def _run(sc: Any, spec: Spec, props: Sequence[Property], invs: list, aprops: lis
          codec: _Codec, state: dict, result: Callable[..., CheckResult], extra: dict, blocks_made: list, *,
          partitions: int | None, max_depth: int | None, max_states: int | None, symmetry: bool,
          deadlock: bool, progress: Progress | None, started: float, plain_ok: bool, state_type: type,
-         fpr: Fingerprinter) -> CheckResult:
+         fpr: Fingerprinter, stop: JobStop | None = None) -> CheckResult:
     from pyspark import RDD, StorageLevel
     from pyspark.serializers import BatchedSerializer, CPickleSerializer
 
@@ -896,11 +972,15 @@ def _run(sc: Any, spec: Spec, props: Sequence[Property], invs: list, aprops: lis
         spark_job(rdd._jrdd.count)
 
     def spark_job(run: Callable[[], Any]) -> Any:
+        if stop is not None:
+            stop.check()
         try:
             return run()
         except KeyboardInterrupt:
             raise
         except Exception as exc:
+            if stop is not None:
+                stop.check()  # a job cancelled on Ctrl-C/SIGTERM fails: that is the stop, not an error
             raise EngineError(
                 f"the Spark job failed: {_summary(exc)} (KAFKAMC_SPARK_VERBOSE=1 shows Spark's log)"
             ) from None
@@ -912,8 +992,8 @@ def _run(sc: Any, spec: Spec, props: Sequence[Property], invs: list, aprops: lis
     t0 = time.perf_counter()
     try:
         materialise(blocks)
-    except KeyboardInterrupt:
-        return result(INCOMPLETE, reason="interrupted")
+    except KeyboardInterrupt as exc:
+        return result(INCOMPLETE, reason=stop_reason(exc))
     extra["first_job_seconds"] = time.perf_counter() - t0
     frontier = len(init_entries)
     level = 0
@@ -958,13 +1038,22 @@ def _run(sc: Any, spec: Spec, props: Sequence[Property], invs: list, aprops: lis
                 cut_k, reason = max_states - state["distinct"], "max-states"
             if cut_k is not None:
                 firsts = spark_job(nxt.mapPartitions(partial(_first_paths, job, cut_k + 1)).collect)
-                cut = sorted(pth for part in firsts for pth in part)[cut_k]
+                admitted = sorted(entry for part in firsts for entry in part)
+                cut = admitted[cut_k][0]
                 parent, last_index = _split_last(cut)
                 if expand_err is not None and expand_err[0] < parent:
                     _raise_expand_error(spec, invs, aprops, symmetry, expand_err)
                 _raise_invariant_error(spec, invs, xs, ms, cut)
-                partial_gen = sum(spark_job(blocks.mapPartitions(partial(_count_before, job, parent)).collect))
+                counted = spark_job(blocks.mapPartitions(partial(_count_before, job, parent)).collect)
+                partial_gen = sum(c[0] for c in counted)
                 state["generated"] += partial_gen + last_index + 1
+                cov = state["coverage"]
+                for _, en, gen in counted:
+                    _add(cov[0], en)
+                    _add(cov[1], gen)
+                _add_partial(spec, _unpath(parent), last_index, cov)
+                for _, ai in admitted[:cut_k]:
+                    cov[2][ai] += 1
                 state["distinct"] += cut_k
                 _finish(extra, sources, executor_rss)
                 return result(INCOMPLETE, reason=reason)
@@ -976,6 +1065,12 @@ def _run(sc: Any, spec: Spec, props: Sequence[Property], invs: list, aprops: lis
             found = _found(xs, ms, invs, aprops)
             _raise_invariant_error(spec, invs, xs, ms, None)
             state["generated"] += gen_level
+            cov = state["coverage"]
+            for x in xs:
+                _add(cov[0], x["coverage"][0])
+                _add(cov[1], x["coverage"][1])
+            for m in ms:
+                _add(cov[2], m["distinct_by_action"])
             state["distinct"] += new_total
             if new_total:
                 state["depth"] += 1
@@ -1001,13 +1096,13 @@ def _run(sc: Any, spec: Spec, props: Sequence[Property], invs: list, aprops: lis
                     pass
             frontier = new_total
             if found is not None:
-                name, path, _ = found
+                name, path, _, last_fp = found
                 state["depth"] = max(state["depth"], len(path))
                 _finish(extra, sources, executor_rss)
-                return result(VIOLATION, name, path)
-    except KeyboardInterrupt:
+                return result(VIOLATION, name, path, last_fp=last_fp)
+    except KeyboardInterrupt as exc:
         _finish(extra, sources, executor_rss)
-        return result(INCOMPLETE, reason="interrupted")
+        return result(INCOMPLETE, reason=stop_reason(exc))
     _finish(extra, sources, executor_rss)
     return result(OK)
 
@@ -1018,25 +1113,49 @@ def _finish(extra: dict, sources: set, executor_rss: int) -> None:
     extra["driver_peak_rss_kb"] = _rss_kb()
 
 
-def _found(xs: list, ms: list, invs: list, aprops: list) -> tuple[str, list[int], tuple] | None:
-    """The violation the local engine reports for this level: (name, path, position) or None."""
-    dead = [x["deadlock"] for x in xs if x["deadlock"] is not None]
+def _found(xs: list, ms: list, invs: list, aprops: list) -> tuple[str, list[int], tuple, tuple[int, int]] | None:
+    """The violation the local engine reports for this level: (name, path, position, (fingerprint,
+    path digest) of the state the path leads to) or None."""
+    dead = [(x["deadlock"], x["fps"][x["deadlock"]]) for x in xs if x["deadlock"] is not None]
     if dead:
-        path = min(dead)
-        return DEADLOCK, _unpath(path), (path, -1)
+        path, fp = min(dead)
+        return DEADLOCK, _unpath(path), (path, -1), fp
     cands = []
     for x in xs:
         if x["aprop"] is not None:
             path, n = x["aprop"]
-            cands.append(((path, 0), aprops[n][0], path))
+            cands.append(((path, 0), aprops[n][0], path, x["fps"][path]))
     for m in ms:
         if m["invariant"] is not None:
             path, n = m["invariant"]
-            cands.append(((path, 1), invs[n][0], path))
+            cands.append(((path, 1), invs[n][0], path, m["invariant_fp"]))
     if not cands:
         return None
-    pos, name, path = min(cands)
-    return name, _unpath(path), pos
+    pos, name, path, fp = min(cands)
+    return name, _unpath(path), pos, fp
+
+
+def _add(into: list[int], part: Sequence[int]) -> None:
+    for ai, n in enumerate(part):
+        into[ai] += n
+
+
+def _add_partial(spec: Spec, path: list[int], count: int, cov: tuple[list[int], ...]) -> None:
+    """Coverage of the first ``count + 1`` successors of the state at ``path`` (a bound stopped there)."""
+    s = replay(spec, path).last
+    left = count + 1
+    for ai, act in enumerate(spec.actions()):
+        c = 0
+        for _ in act.fn(spec.p, s):
+            c += 1
+            if c == left:
+                break
+        if c:
+            cov[0][ai] += 1
+            cov[1][ai] += c
+            left -= c
+            if not left:
+                return
 
 
 def _raise_expand_error(spec: Spec, invs: list, aprops: list, symmetry: bool, err: tuple) -> None:
@@ -1054,9 +1173,12 @@ def _raise_expand_error(spec: Spec, invs: list, aprops: list, symmetry: bool, er
                 for act in spec.actions():
                     for label, t in act.fn(p, s):
                         key(t)
-                        for _, pfn in aprops:
-                            pfn(p, s, format_label(act.name, label), t)
-            except (SpecRaised, UsageError):
+                        for pname, pfn in aprops:
+                            flabel = format_label(act.name, label)
+                            r = pfn(p, s, flabel, t)
+                            if r is not True:
+                                fails(r, f"action property {pname} ({flabel})", s)
+            except (KafkamcError, KeyboardInterrupt):
                 raise
             except Exception as exc:
                 raise _classify(spec, s, exc, invs, aprops) from exc
@@ -1086,9 +1208,11 @@ def _raise_invariant_error(spec: Spec, invs: list, xs: list, ms: list, limit: tu
     t = replay(spec, _unpath(path)).last
     for name, fn in invs:
         try:
-            fn(spec.p, t)
+            r = fn(spec.p, t)
         except Exception as exc:
             raise SpecRaised(f"invariant {name}", t, exc) from exc
+        if r is not True and fails(r, f"invariant {name}", t):
+            break  # the local engine stops at a violation
     raise EngineError(f"an invariant raised on an executor but not on the driver: {message}")
 
 

@@ -6,9 +6,10 @@ import argparse
 import sys
 from typing import Any
 
+from kafkamc.checker.resources import format_size, parse_size
 from kafkamc.result import LevelStats
 
-__all__ = ["int_at_least", "seconds", "add_check_arguments", "print_progress", "ENGINES"]
+__all__ = ["int_at_least", "seconds", "memory_size", "add_check_arguments", "print_progress", "ENGINES", "NO_LIMIT"]
 
 ENGINES = ("local", "spark")
 
@@ -44,6 +45,23 @@ def seconds(text: str) -> float:
     return value
 
 
+# What ``--max-memory none`` parses to: no memory guard.
+NO_LIMIT = 0
+
+
+def memory_size(text: str) -> int:
+    """An argparse type: a memory size (``800M``, ``4G``, ``50%``) in bytes, or ``none``."""
+    if text.strip().lower() == "none":
+        return NO_LIMIT
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{exc}, or none") from None
+
+
+memory_size.__name__ = "memory size"
+
+
 def add_check_arguments(chk: argparse.ArgumentParser) -> None:
     """The options of ``check`` (shared with commands that run a check the same way)."""
     chk.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
@@ -52,6 +70,14 @@ def add_check_arguments(chk: argparse.ArgumentParser) -> None:
                      help="check this invariant or action property (repeatable; 'all' for every one)")
     chk.add_argument("-r", "--recoverability", action="append", default=[], metavar="NAME",
                      help="check this recoverability property (AG EF good) on the state graph (repeatable)")
+    chk.add_argument("-l", "--liveness", action="append", default=[], metavar="NAME",
+                     help="check this liveness property under fairness on the state graph (repeatable; 'all')")
+    chk.add_argument("--fair", action="append", default=[], metavar="ACTION",
+                     help="with -l: assume ACTION weakly fair (WF) besides the spec's declared fairness (repeatable)")
+    chk.add_argument("--strong-fair", action="append", default=[], metavar="ACTION",
+                     help="with -l: assume ACTION strongly fair (SF) (repeatable)")
+    chk.add_argument("--no-fairness", action="store_true",
+                     help="with -l: drop the spec's declared fairness (--fair and --strong-fair still add)")
     chk.add_argument("--engine", default="local", choices=ENGINES, help="exploration engine (default: local)")
     chk.add_argument("--master", default=None, help="Spark master URL (engine spark; default local[*])")
     chk.add_argument("--partitions", type=_positive, default=None, help="Spark partitions P (engine spark)")
@@ -66,13 +92,32 @@ def add_check_arguments(chk: argparse.ArgumentParser) -> None:
                      help="write the counterexample to DIR (kafkamc JSON and ITF)")
     chk.add_argument("--html", nargs="?", const="", default=None, metavar="FILE",
                      help="on a violation, write the HTML trace viewer (default DIR or ./<spec>-<invariant>.html)")
-    chk.add_argument("--progress", action="store_true", help="print a progress line per level on stderr")
+    chk.add_argument("--progress", action="store_true",
+                     help="print a progress line on stderr per level, and at least every 10 s within a long level")
+    chk.add_argument("--max-memory", type=memory_size, default=None, metavar="SIZE",
+                     help="stop as incomplete (reason max-memory) when the engine's processes use more than SIZE "
+                     "(800M, 4G, 50%%; default 80%% of the machine's memory; 'none': no limit; local engine only)")
 
 
 def print_progress(stats: LevelStats) -> None:
-    rate = stats.states_generated / stats.seconds if stats.seconds > 0 else 0.0
-    print(
-        f"level {stats.level}: {stats.distinct_states:,} distinct, {stats.states_generated:,} generated, "
-        f"frontier {stats.frontier:,}, {stats.seconds:.1f} s, {rate:,.0f} states/s",
-        file=sys.stderr, flush=True,
-    )
+    print(progress_line(stats), file=sys.stderr, flush=True)
+
+
+def progress_line(stats: LevelStats) -> str:
+    rate = stats.rate
+    if rate is None:
+        rate = stats.states_generated / stats.seconds if stats.seconds > 0 else 0.0
+    growth = f" (x{stats.growth:.2f})" if stats.growth is not None else ""
+    if stats.within_level:
+        where = f"level {stats.level} in progress: {stats.distinct_states:,} distinct"
+        if stats.new is not None:
+            ratio = f": x{stats.growth:.2f} the {stats.frontier:,} of level {stats.level - 1}" if stats.growth is not None else ""
+            where += f" ({stats.new:,} new so far{ratio})"
+        where += f", {stats.states_generated:,} generated"
+        if stats.expanded is not None:
+            where += f", {stats.expanded:,} of {stats.frontier:,} states of level {stats.level - 1} expanded"
+    else:
+        where = (f"level {stats.level}: {stats.distinct_states:,} distinct, {stats.states_generated:,} generated, "
+                 f"frontier {stats.frontier:,}{growth}")
+    memory = f", memory {format_size(stats.memory)}" if stats.memory is not None else ""
+    return f"{where}, {stats.seconds:.1f} s, {rate:,.0f} states/s{memory}"

@@ -8,14 +8,18 @@ import json
 import sys
 from typing import Any
 
-from kafkamc.cli.args import add_check_arguments, print_progress
-from kafkamc.cli.output import write_counterexample
-from kafkamc.counterexamples.render import render_summary, render_trace, result_to_json
+from kafkamc.checker.resources import default_memory_limit
+from kafkamc.cli.args import NO_LIMIT, add_check_arguments, print_progress
+from kafkamc.cli.output import check_counterexample_paths, write_counterexample
+from kafkamc.counterexamples.render import (
+    coverage_warnings, render_coverage, render_summary, render_trace, result_to_json,
+)
 from kafkamc.errors import UsageError
 from kafkamc.result import INCOMPLETE, OK, VIOLATION, CheckResult
-from kafkamc.spec.registry import build_spec, load_spec_class, select_properties
+from kafkamc.terminal import printable, printable_lines
+from kafkamc.spec.registry import build_spec, select_properties
 
-__all__ = ["register", "run_check", "EXIT_FOR_RESULT"]
+__all__ = ["register", "run_check", "spark_engine", "spark_missing", "EXIT_FOR_RESULT"]
 
 EXIT_FOR_RESULT = {OK: 0, VIOLATION: 1, INCOMPLETE: 4}
 
@@ -27,9 +31,43 @@ def register(subparsers: Any) -> None:
     chk.set_defaults(run=_cmd_check)
 
 
+SPARK_EXTRA = "pip install 'kafkamc[spark]'"
+
+
+def spark_missing() -> str | None:
+    """What the Spark engine lacks here: pyspark is an optional dependency (the ``spark`` extra,
+    with the numpy the engine uses); None when both import."""
+    missing = []
+    for module in ("pyspark", "numpy"):
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(module)
+    if not missing:
+        return None
+    return f"needs {' and '.join(missing)}, which this installation lacks; install the spark extra: {SPARK_EXTRA}"
+
+
+def spark_engine() -> Any:
+    """The Spark engine's entry point, or UsageError saying what to install."""
+    missing = spark_missing()
+    if missing:
+        raise UsageError(f"--engine spark {missing}")
+    try:
+        from kafkamc.checker.spark import explore_spark
+    except ImportError as exc:
+        raise UsageError(f"engine spark is not available: {exc}") from None
+    return explore_spark
+
+
 def run_check(args: argparse.Namespace, spec_ref: str) -> CheckResult:
     """Resolve the spec, parameters and properties from ``args`` and run the chosen engine."""
     spec = build_spec(spec_ref, args.param)
+    if getattr(args, "liveness", None) or getattr(args, "fair", None) or getattr(args, "strong_fair", None) \
+            or getattr(args, "no_fairness", False):
+        from kafkamc.cli.liveness import run_liveness
+
+        return run_liveness(args, spec)
     props = select_properties(type(spec), args.invariant)
     if getattr(args, "recoverability", None):
         names = args.recoverability
@@ -37,7 +75,7 @@ def run_check(args: argparse.Namespace, spec_ref: str) -> CheckResult:
         if args.engine != "local":
             raise UsageError("-r/--recoverability is checked on the state graph by the local engine only")
         for flag, given in (("--max-depth", args.max_depth), ("--deadlock", args.deadlock or None),
-                            ("--workers", args.workers)):
+                            ("--workers", args.workers), ("--max-memory", getattr(args, "max_memory", None))):
             if given is not None:
                 raise UsageError(f"{flag} does not apply with -r (the whole state graph is built); allowed with -r: "
                                  "-p, -i, --max-states, --symmetry, --json, --out, --html, --progress")
@@ -52,12 +90,12 @@ def run_check(args: argparse.Namespace, spec_ref: str) -> CheckResult:
     show_progress = args.progress or (sys.stderr.isatty() and not args.json)
     progress = print_progress if show_progress else None
     if args.engine == "spark":
-        try:
-            from kafkamc.checker.spark import explore_spark
-        except ImportError as exc:
-            raise UsageError(f"engine spark is not available: {exc}") from None
+        explore_spark = spark_engine()
         if args.workers is not None:
             raise UsageError("--workers applies only to --engine local; Spark uses --partitions")
+        if getattr(args, "max_memory", None) is not None:
+            raise UsageError("--max-memory applies only to --engine local; Spark's memory is bounded by its own "
+                             "settings (spark.driver.memory, spark.executor.memory)")
         return explore_spark(
             spec, props, master=args.master, partitions=args.partitions, max_depth=args.max_depth,
             max_states=args.max_states, symmetry=args.symmetry, deadlock=args.deadlock, progress=progress,
@@ -69,22 +107,43 @@ def run_check(args: argparse.Namespace, spec_ref: str) -> CheckResult:
     workers = args.workers if args.workers is not None else available_cores()
     return explore_multicore(
         spec, props, workers=workers, max_depth=args.max_depth, max_states=args.max_states,
-        symmetry=args.symmetry, deadlock=args.deadlock, progress=progress,
+        symmetry=args.symmetry, deadlock=args.deadlock, progress=progress, max_memory=memory_limit(args),
     )
 
 
+def memory_limit(args: argparse.Namespace) -> int | None:
+    """Bytes the local engine may use: --max-memory, else 80% of the machine; None: no limit."""
+    given = getattr(args, "max_memory", None)
+    if given is None:
+        return default_memory_limit()
+    return None if given == NO_LIMIT else given
+
+
 def _cmd_check(args: argparse.Namespace) -> int:
+    check_counterexample_paths(args.out, args.html)
     result = run_check(args, args.spec)
     if ":" in args.spec:
         result = dataclasses.replace(result, extra={**result.extra, "spec_ref": args.spec})
-    written = write_counterexample(result, args.out, args.html)
+    written, unwritten = _write(result, args)
+    for line in coverage_warnings(result):
+        print(f"kafkamc: {printable(line)}", file=sys.stderr)
     if args.json:
         doc = result_to_json(result)
         if result.extra.get("recoverability"):
             doc["recoverability"] = result.extra["recoverability"]
+        if result.extra.get("checker") == "liveness":
+            doc["liveness"] = result.extra["liveness"]
         print(json.dumps(doc))
     else:
-        print(render_summary(result))
+        print(printable_lines(render_summary(result)))
+        table = render_coverage(result)
+        if table:
+            print(printable_lines(table))
+        if result.extra.get("checker") == "liveness":
+            from kafkamc.checker.liveness import liveness_notes
+
+            for line in liveness_notes(result):
+                print(printable(line))
         if result.extra.get("recoverability"):
             from kafkamc.checker.graph import recoverability_notes
 
@@ -92,7 +151,18 @@ def _cmd_check(args: argparse.Namespace) -> int:
                 print(line)
         if result.trace is not None:
             print()
-            print(render_trace(result.trace, entities=getattr(load_spec_class(args.spec), "entities", None)))
+            print(printable_lines(render_trace(result)))
         for path in written:
-            print(f"counterexample written to {path}")
+            print(printable(f"counterexample written to {path}"))
+    if unwritten is not None:
+        raise unwritten  # after the verdict, which a failed write must not cost
     return EXIT_FOR_RESULT[result.result]
+
+
+def _write(result: CheckResult, args: argparse.Namespace) -> tuple[list[str], UsageError | None]:
+    """The counterexample files, or the error that kept them from being written (the paths were
+    checked before exploring, but a disk can fill up or a path change in the meantime)."""
+    try:
+        return write_counterexample(result, args.out, args.html), None
+    except UsageError as exc:
+        return [], exc

@@ -27,12 +27,15 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Sequence
 
+from kafkamc.checker.watch import stop_reason
 from kafkamc.result import DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult
 from kafkamc.counterexamples.render import render_summary, render_trace, result_to_json
-from kafkamc.errors import EngineError, KafkamcError, UsageError
+from kafkamc.errors import EngineError, KafkamcError, SpecLoadError, UsageError
 from kafkamc.invariants.api import Property
 from kafkamc.spec.api import Spec
+from kafkamc.safewrite import check_output_dir, check_output_file, write_file
 from kafkamc.spec.registry import build_spec, load_spec_class
+from kafkamc.terminal import printable
 
 __all__ = [
     "register", "run_gate", "load_config", "GateConfig", "Check", "Outcome", "evaluate", "junit_xml",
@@ -52,6 +55,10 @@ _CHECK_KEYS: dict[str, tuple[type, ...]] = {
     "params": (dict,),
     "invariants": (list, str),
     "recoverability": (list, str),
+    "liveness": (list, str),
+    "fair": (list, str),
+    "strong_fair": (list, str),
+    "no_fairness": (bool,),
     "engine": (str,),
     "master": (str,),
     "partitions": (int,),
@@ -75,6 +82,8 @@ _DEFAULT_KEYS = (
 _POSITIVE = ("partitions", "workers", "max_depth", "max_states", "max_trace_length", "depth")
 _NON_NEGATIVE = ("distinct_states",)
 _TOP_KEYS = ("checks", "defaults")
+MAX_CONFIG_BYTES = 16 * 1024 * 1024
+_MAX_INT = 2**63 - 1  # every count and bound fits a signed 64-bit integer
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -181,11 +190,14 @@ class Check:
 
     name: str
     spec_ref: str
-    spec: Spec
+    spec: Spec | None  # None when the spec could not be loaded (see load_error)
     properties: tuple[Property, ...]
     expect: str
     line: int | None = None
+    load_error: str | None = None  # the user's spec module failed to import or validate_params raised
     recoverability: tuple[Property, ...] = ()
+    liveness: tuple[Property, ...] = ()
+    fairness: Any = None  # kafkamc.checker.liveness.Fairness, for a check with liveness
     description: str = ""
     engine: str = "local"
     master: str | None = None
@@ -248,16 +260,18 @@ class _Source:
 def find_config(path: str | None) -> str:
     """The config file: ``path`` if given, else ./kafkamc.toml, else ./pyproject.toml with [tool.kafkamc]."""
     if path is not None:
-        if not os.path.isfile(path):
+        if not os.path.exists(path):
             raise UsageError(f"config file {path!r} does not exist")
+        if not os.path.isfile(path):
+            raise UsageError(f"config file {path!r} is not a regular file")
         return path
     if os.path.isfile(CONFIG_FILE):
         return CONFIG_FILE
     if os.path.isfile(PYPROJECT):
         try:
             with open(PYPROJECT, "rb") as fh:
-                data = tomllib.load(fh)
-        except (OSError, tomllib.TOMLDecodeError):
+                data = tomllib.loads(fh.read(MAX_CONFIG_BYTES).decode("utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ValueError, RecursionError):
             data = {}
         if isinstance(data.get("tool"), dict) and "kafkamc" in data["tool"]:
             return PYPROJECT
@@ -271,9 +285,11 @@ def load_config(path: str) -> GateConfig:
     """Parse and validate the whole config; every mistake is a UsageError naming FILE:LINE."""
     try:
         with open(path, "rb") as fh:
-            raw = fh.read()
+            raw = fh.read(MAX_CONFIG_BYTES + 1)
     except OSError as exc:
         raise UsageError(f"cannot read config file {path!r}: {exc.strerror}") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise UsageError(f"{path}: larger than {MAX_CONFIG_BYTES >> 20} MiB; not a config file")
     try:
         text = raw.decode("utf-8")
         data = tomllib.loads(text)
@@ -283,6 +299,10 @@ def load_config(path: str) -> GateConfig:
         m = re.search(r"\(at line (\d+), column \d+\)", str(exc))
         where = f"{path}:{m.group(1)}" if m else path
         raise UsageError(f"{where}: invalid TOML: {exc}") from None
+    except ValueError:  # tomllib lets CPython's int() refuse an integer of over 4,300 digits
+        raise UsageError(f"{path}: invalid TOML: an integer of more than 4,300 digits") from None
+    except RecursionError:
+        raise UsageError(f"{path}: invalid TOML: arrays or tables nested too deeply") from None
 
     root: tuple[str, ...] = ()
     if os.path.basename(path) == PYPROJECT:
@@ -332,6 +352,8 @@ def _check_type(src: _Source, path: tuple[str, ...], key: str, value: Any) -> No
         names = " or ".join({"str": "a string", "int": "an integer", "bool": "true or false",
                              "dict": "a table", "list": "an array"}[t.__name__] for t in types)
         raise src.error(f"{key} = {value!r} has the wrong type; allowed: {names}", *path)
+    if isinstance(value, int) and not isinstance(value, bool) and value > _MAX_INT:
+        raise src.error(f"{key} is too large; allowed: at most {_MAX_INT:,}", *path)
     if key in _POSITIVE and value < 1:
         raise src.error(f"{key} = {value} is not allowed; allowed: a positive integer", *path)
     if key in _NON_NEGATIVE and value < 0:
@@ -376,8 +398,17 @@ def _load_check(src: _Source, name: str, body: dict[str, Any], defaults: dict[st
     if config_dir not in sys.path:
         sys.path.append(config_dir)
     ref = merged["spec"]
+
+    def broken(exc: SpecLoadError, key: str) -> Check:
+        # Not a typo in the config but a broken spec: this check is an error, the others still run.
+        return Check(name=name, spec_ref=ref, spec=None, properties=(), expect=expect,
+                     line=src.lines.line(src.root + here), violated=merged.get("violated"),
+                     load_error=str(err(str(exc), key)))
+
     try:
         cls = load_spec_class(ref)
+    except SpecLoadError as exc:
+        return broken(exc, "spec")
     except UsageError as exc:
         raise err(str(exc), "spec") from None
 
@@ -401,15 +432,19 @@ def _load_check(src: _Source, name: str, body: dict[str, Any], defaults: dict[st
             raise src.error(f"check {name!r}: {exc}", *ploc) from None
     try:
         spec = build_spec(ref, params)
+    except SpecLoadError as exc:
+        return broken(exc, "params" if "params" in merged else "spec")
     except UsageError as exc:
         raise err(str(exc), "params" if "params" in merged else "spec") from None
 
     inv = merged.get("invariants")
-    if inv is None:
+    if inv is None and merged.get("liveness"):
+        props = ()  # as with check -l: invariants are checked only when named
+    elif inv is None:
         props = tuple(cls.default_properties())
     else:
         names = [inv] if isinstance(inv, str) else inv
-        if not names and not merged.get("recoverability"):
+        if not names and not merged.get("recoverability") and not merged.get("liveness"):
             raise err("invariants is empty; omit it for the spec's defaults, or use \"all\" "
                       "(an empty list is for checks of recoverability only)", "invariants")
         chosen: list[Property] = []
@@ -448,10 +483,12 @@ def _load_check(src: _Source, name: str, body: dict[str, Any], defaults: dict[st
         if merged.get("engine", "local") != "local":
             raise err("recoverability is checked on the state graph by the local engine only", "recoverability")
 
+    lives, fairness = _load_liveness(src, name, cls, merged, body, origin, err)
     deadlock = merged.get("deadlock", False)
     violated = merged.get("violated")
     if violated is not None:
-        checked = [p.name for p in props] + [r.name for r in recs] + ([DEADLOCK] if deadlock else [])
+        checked = [p.name for p in props] + [r.name for r in recs] + [lp.name for lp in lives] + \
+            ([DEADLOCK] if deadlock else [])
         if violated not in checked:
             raise err(f"violated = {violated!r} is not among the properties this check checks; "
                       f"allowed: {', '.join(checked)}", "violated")
@@ -471,6 +508,7 @@ def _load_check(src: _Source, name: str, body: dict[str, Any], defaults: dict[st
 
     return Check(
         name=name, spec_ref=ref, spec=spec, properties=props, recoverability=tuple(recs), expect=expect,
+        liveness=lives, fairness=fairness,
         line=src.lines.line(src.root + here),
         description=merged.get("description", ""), engine=engine, master=merged.get("master"),
         partitions=merged.get("partitions"), workers=merged.get("workers"), max_depth=merged.get("max_depth"),
@@ -478,6 +516,54 @@ def _load_check(src: _Source, name: str, body: dict[str, Any], defaults: dict[st
         max_trace_length=merged.get("max_trace_length"), distinct_states=merged.get("distinct_states"),
         depth=merged.get("depth"), allow_incomplete=merged.get("allow_incomplete", False),
     )
+
+
+def _load_liveness(src: _Source, name: str, cls: type[Spec], merged: dict[str, Any], body: dict[str, Any],
+                   origin: dict[str, tuple[str, ...]], err: Any) -> tuple[tuple[Property, ...], Any]:
+    """The ``liveness`` properties of a check and the fairness it assumes (``fair``, ``strong_fair``,
+    ``no_fairness`` override the spec's declaration, as the options of ``check -l`` do)."""
+    names = merged.get("liveness", [])
+    names = [names] if isinstance(names, str) else names
+    if not names:
+        for key in ("fair", "strong_fair", "no_fairness"):
+            if key in merged:
+                raise err(f"{key} applies only to a check with liveness", key)
+        return (), None
+    chosen: list[Property] = []
+    for lname in names:
+        if not isinstance(lname, str):
+            raise err(f"liveness must be names (strings); got {lname!r}", "liveness")
+        try:
+            found = cls.liveness_properties() if lname == "all" else (cls.liveness_named(lname),)
+        except UsageError as exc:
+            raise src.error(f"check {name!r}: {exc}", *origin["liveness"], value=lname) from None
+        chosen.extend(lp for lp in found if lp not in chosen)
+    if merged.get("recoverability"):
+        raise err("liveness and recoverability cannot be combined in one check", "liveness")
+    if merged.get("symmetry"):
+        raise err("symmetry = true cannot be combined with liveness: a symmetry reduction can hide liveness "
+                  "violations", "symmetry")
+    for key in ("max_depth", "deadlock", "workers"):
+        if key in body:
+            raise err(f"{key} cannot be combined with liveness (the state graph is built by one process and "
+                      "bounded by max_states only)", key)
+        merged.pop(key, None)
+    if merged.get("engine", "local") != "local":
+        raise err("liveness is checked on the state graph by the local engine only", "liveness")
+    from kafkamc.checker.liveness import resolve_fairness
+
+    lists = {}
+    for key in ("fair", "strong_fair"):
+        value = merged.get(key, [])
+        lists[key] = [value] if isinstance(value, str) else value
+        if not all(isinstance(a, str) for a in lists[key]):
+            raise err(f"{key} must be action names (strings)", key)
+    try:
+        fairness = resolve_fairness(cls, lists["fair"], lists["strong_fair"], merged.get("no_fairness", False))
+    except UsageError as exc:
+        raise err(str(exc), "fair" if "fair" in merged else "strong_fair" if "strong_fair" in merged else
+                  "liveness") from None
+    return tuple(chosen), fairness
 
 
 def select_checks(checks: list[Check], only: Sequence[str] | None) -> list[Check]:
@@ -551,7 +637,7 @@ def evaluate(check: Check, result: CheckResult) -> list[str]:
     else:
         if result.result == OK:
             problems.append(f"expected a violation{' of ' + check.violated if check.violated else ''}, "
-                            f"but every reachable state satisfies {checked}: the model no longer finds the bug")
+                            f"but every {_judged(result)} satisfies {checked}: the model no longer finds the bug")
         elif result.result == INCOMPLETE:
             problems.append(f"expected a violation{' of ' + check.violated if check.violated else ''}, "
                             f"but none was found before the run stopped ({result.reason or 'a bound was reached'})")
@@ -570,6 +656,11 @@ def evaluate(check: Check, result: CheckResult) -> list[str]:
     return problems
 
 
+def _judged(result: CheckResult) -> str:
+    """What an ok result speaks of: states for invariants, fair behaviours for liveness."""
+    return "fair behaviour" if (result.extra or {}).get("checker") == "liveness" else "reachable state"
+
+
 def _explore(check: Check) -> CheckResult:
     kwargs = dict(max_depth=check.max_depth, max_states=check.max_states, symmetry=check.symmetry,
                   deadlock=check.deadlock)
@@ -581,6 +672,11 @@ def _explore(check: Check) -> CheckResult:
                                  **kwargs)
         except ImportError as exc:  # pyspark (or the engine) is not installed here
             raise EngineError(f"engine spark is not available: {exc}") from None
+    if check.liveness:
+        from kafkamc.checker.liveness import check_liveness
+
+        return check_liveness(check.spec, check.properties, check.liveness, check.fairness,
+                              max_states=check.max_states)
     if check.recoverability:
         try:
             from kafkamc.checker.graph import check_recoverability
@@ -603,22 +699,24 @@ def run_check(check: Check) -> Outcome:
     """Run one check. A spec or engine that raises makes the check an error (the gate fails), not
     the gate: the other checks still run and are reported."""
     started = time.perf_counter()
+    if check.load_error is not None:
+        return Outcome(check, ERROR, None, 0.0, error=check.load_error)
     try:
         result = _explore(check)
     except KafkamcError as exc:
         return Outcome(check, ERROR, None, time.perf_counter() - started,
-                       error=f"{type(exc).__name__}: {exc}")
+                       error=f"{type(exc).__name__}: {printable(str(exc))}")
     except Exception as exc:  # a bug in an engine or spec: report it and go on with the others
         tb = traceback.format_exc(limit=-3)
         return Outcome(check, ERROR, None, time.perf_counter() - started,
                        error=f"{type(exc).__name__}: {exc}\n{tb}")
     seconds = time.perf_counter() - started
     if ":" in check.spec_ref:
-        # Where a user's spec class lives, so that its trace files replay without --spec.
+        # Where a user's spec class lives, so that `trace replay --trust` finds it.
         result = dataclasses.replace(result, extra={**result.extra, "spec_ref": check.spec_ref})
     problems = evaluate(check, result)
-    if result.result == INCOMPLETE and result.reason == "interrupted":
-        problems.insert(0, "interrupted (Ctrl-C)")
+    if result.result == INCOMPLETE and result.reason in ("interrupted", "terminated"):
+        problems.insert(0, "interrupted (Ctrl-C)" if result.reason == "interrupted" else "terminated (SIGTERM or SIGHUP)")
     return Outcome(check, FAIL if problems else PASS, result, seconds, problems=problems)
 
 
@@ -689,11 +787,14 @@ def _details(outcome: Outcome) -> str:
     if outcome.result is not None:
         parts.append(render_summary(outcome.result))
         notes = _recoverability_notes(outcome.result)
+        if (outcome.result.extra or {}).get("checker") == "liveness":
+            from kafkamc.checker.liveness import liveness_notes
+
+            notes = liveness_notes(outcome.result)
         if notes:
             parts.append("\n".join(notes))
         if outcome.result.trace is not None:
-            entities = getattr(type(c.spec), "entities", None)
-            parts.append("counterexample:\n" + render_trace(outcome.result.trace, entities=entities))
+            parts.append("counterexample:\n" + render_trace(outcome.result))
     if outcome.files:
         parts.append("written: " + ", ".join(outcome.files))
     return "\n\n".join(parts) + "\n"
@@ -726,7 +827,8 @@ def junit_xml(outcomes: list[Outcome], config_path: str, seconds: float) -> ET.E
     for o in outcomes:
         c = o.check
         case = ET.SubElement(suite, "testcase", {
-            "classname": f"kafkamc.gate.{_file_part(c.spec.name)}", "name": c.name, "time": f"{o.seconds:.3f}",
+            "classname": f"kafkamc.gate.{_file_part(c.spec.name if c.spec is not None else c.spec_ref)}",
+            "name": c.name, "time": f"{o.seconds:.3f}",
             "file": config_path, **({"line": str(c.line)} if c.line is not None else {}),
         })
         if o.status == FAIL:
@@ -734,7 +836,8 @@ def junit_xml(outcomes: list[Outcome], config_path: str, seconds: float) -> ET.E
             el.text = _xml("\n".join(o.problems) + "\n")
         elif o.status == ERROR:
             first = (o.error or "").splitlines()[0] if o.error else "error"
-            el = ET.SubElement(case, "error", {"message": _xml(first), "type": "SpecOrEngineError"})
+            kind = "SpecLoadError" if c.load_error is not None else "SpecOrEngineError"
+            el = ET.SubElement(case, "error", {"message": _xml(first), "type": kind})
             el.text = _xml((o.error or "") + "\n")
         elif o.status == SKIPPED:
             ET.SubElement(case, "skipped", {"message": "not run: the gate was interrupted"})
@@ -758,9 +861,11 @@ def _outcome_json(o: Outcome) -> dict[str, Any]:
     return {
         "name": c.name,
         "spec": c.spec_ref,
-        "params": c.spec.p.as_dict(),
+        "params": c.spec.p.as_dict() if c.spec is not None else None,
         "invariants": [p.name for p in c.properties],
         "recoverability": [r.name for r in c.recoverability],
+        "liveness": [lp.name for lp in c.liveness],
+        "fairness": c.fairness.as_json() if c.fairness is not None else None,
         "engine": c.engine,
         "expect": c.expect,
         "violated": c.violated,
@@ -792,9 +897,10 @@ def run_gate(config: GateConfig, checks: list[Check], *, out_dir: str | None = N
         else:
             try:
                 outcome = run_check(check)
-            except KeyboardInterrupt:
+            except KeyboardInterrupt as exc:
+                stop_reason(exc)  # taken here: the gate stops (see termination_signals)
                 outcome = Outcome(check, ERROR, None, 0.0, error="interrupted (Ctrl-C)")
-            if (outcome.result is not None and outcome.result.reason == "interrupted") or (
+            if (outcome.result is not None and outcome.result.reason in ("interrupted", "terminated")) or (
                 outcome.error == "interrupted (Ctrl-C)"
             ):
                 interrupted = True
@@ -802,21 +908,20 @@ def run_gate(config: GateConfig, checks: list[Check], *, out_dir: str | None = N
                 outcome.files = write_counterexamples(outcome, out_dir)
         outcomes.append(outcome)
         if not as_json:
-            print(_line(outcome, width, ewidth), file=stream, flush=True)
+            print(printable(_line(outcome, width, ewidth)), file=stream, flush=True)
             if outcome.status in (FAIL, ERROR):
                 for text in (outcome.problems or [outcome.error or ""]):
-                    for line in text.rstrip().splitlines():
-                        print(f"      {line}", file=stream)
+                    for line in text.rstrip().split("\n"):
+                        print(f"      {printable(line)}", file=stream)
                 for path in outcome.files:
-                    print(f"      counterexample: {path}", file=stream)
+                    print(f"      counterexample: {printable(path)}", file=stream)
                 stream.flush()
     seconds = time.perf_counter() - started
     passed = sum(o.status == PASS for o in outcomes)
     bad = [o.check.name for o in outcomes if o.status != PASS]
     if junit:
-        parent = os.path.dirname(os.path.abspath(junit))
-        os.makedirs(parent, exist_ok=True)
-        junit_xml(outcomes, config.path, seconds).write(junit, encoding="utf-8", xml_declaration=True)
+        tree = junit_xml(outcomes, config.path, seconds)
+        write_file(junit, lambda fh: tree.write(fh, encoding="utf-8", xml_declaration=True))
     if as_json:
         print(json.dumps({
             "schema": JSON_SCHEMA,
@@ -827,9 +932,11 @@ def run_gate(config: GateConfig, checks: list[Check], *, out_dir: str | None = N
         }), file=stream)
     else:
         verdict = "all expectations met" if not bad else f"{len(bad)} not met: {', '.join(bad)}"
-        print(f"gate: {len(outcomes)} checks, {passed} passed, {verdict} ({seconds:.1f} s)", file=stream)
+        print(printable(f"gate: {len(outcomes)} checks, {passed} passed, {verdict} ({seconds:.1f} s)"), file=stream)
         if out_dir is not None and any(o.files for o in outcomes):
             print(f"counterexamples written under {out_dir}", file=stream)
+    if any(o.check.load_error is not None for o in outcomes):
+        return 2  # bad input, as for kafkamc check; the rows above say which check and why
     return 0 if not bad else 1
 
 
@@ -856,4 +963,19 @@ def register(subparsers: Any) -> None:
 def _cmd_gate(args: argparse.Namespace) -> int:
     config = load_config(find_config(args.config))
     checks = select_checks(config.checks, args.only)
-    return run_gate(config, checks, out_dir=args.out, junit=args.junit, as_json=args.json)
+    spark = [c.name for c in checks if c.engine == "spark"]
+    if spark:
+        from kafkamc.cli.check import spark_missing
+
+        missing = spark_missing()
+        if missing:
+            raise UsageError(f"check {spark[0]} uses engine = \"spark\", which {missing}")
+    if args.out is not None:
+        check_output_dir(args.out, "--out")
+    if args.junit is not None:
+        check_output_file(args.junit, "--junit")
+    code = run_gate(config, checks, out_dir=args.out, junit=args.junit, as_json=args.json)
+    for check in checks:
+        if check.load_error is not None:
+            print(f"kafkamc: error: {printable(check.load_error)}", file=sys.stderr)
+    return code

@@ -1,7 +1,7 @@
 """``kafkamc graph``: the reachable state graph of a small model, as GraphML, DOT or JSON.
 
 Exit codes: 0 written, 2 bad invocation, 3 the spec raised, 4 the graph is over its size limit
-(nothing is written).
+or the run was interrupted (Ctrl-C, SIGTERM, SIGHUP; nothing is written).
 """
 
 from __future__ import annotations
@@ -11,8 +11,10 @@ import json
 import sys
 from typing import Any
 
+from kafkamc.checker.watch import stop_reason
 from kafkamc.cli.args import int_at_least, print_progress
 from kafkamc.errors import UsageError
+from kafkamc.safewrite import check_output_file
 from kafkamc.spec.registry import build_spec, select_properties
 
 __all__ = ["register"]
@@ -49,12 +51,16 @@ def _cmd_graph(args: argparse.Namespace) -> int:
     recs = [type(spec).recoverability_named(n) for n in args.recoverability]
     if not args.out.lower().endswith((".graphml", ".dot", ".gv", ".json")):
         raise UsageError(f"--out {args.out!r}: unknown graph format; allowed: .graphml, .dot, .gv, .json")
+    check_output_file(args.out, "--out")
     show_progress = sys.stderr.isatty() and not args.json
     try:
         g = build_graph(spec, props, max_states=args.max_states, symmetry=args.symmetry,
                         progress=print_progress if show_progress else None)
     except GraphTooLarge as exc:
         print(f"kafkamc graph: {exc}", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    except KeyboardInterrupt as exc:
+        print(f"kafkamc graph: {stop_reason(exc)} while building the graph; nothing written", file=sys.stderr)
         return EXIT_INCOMPLETE
     recoverability = mark_recoverability(spec, g, recs)
     write_graph(g, args.out)

@@ -8,22 +8,17 @@ import os
 from kafkamc.counterexamples.render import result_to_json
 from kafkamc.errors import UsageError
 from kafkamc.result import CheckResult
+from kafkamc.safewrite import check_output_dir, check_output_file, write_file
 
-__all__ = ["write_trace_file", "write_counterexample", "file_part"]
+__all__ = ["write_trace_file", "write_counterexample", "file_part", "check_counterexample_paths"]
 
 
 def write_trace_file(result: CheckResult, out_dir: str) -> str | None:
     """Write ``DIR/<spec>-<invariant>.trace.json`` for a violation; returns the path written."""
     if result.trace is None or result.violated is None:
         return None
-    os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, f"{file_part(result.spec)}-{result.violated}.trace.json")
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(result_to_json(result), fh, indent=1)
-        fh.write("\n")
-    os.replace(tmp, path)
-    return path
+    return write_file(path, json.dumps(result_to_json(result), indent=1) + "\n")
 
 
 def file_part(spec_name: str) -> str:
@@ -53,6 +48,15 @@ def write_counterexample(result: CheckResult, out_dir: str | None, html: str | N
         except ImportError:
             raise UsageError("--html: this installation has no HTML trace viewer") from None
         target = html or os.path.join(out_dir or ".", f"{file_part(result.spec)}-{result.violated}.html")
-        os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
         written.append(write_html(result, target))
     return written
+
+
+def check_counterexample_paths(out_dir: str | None, html: str | None) -> None:
+    """Before exploring: refuse ``--out DIR`` / ``--html [FILE]`` that could not be written."""
+    if out_dir is not None:
+        check_output_dir(out_dir, "--out")
+    if html:
+        check_output_file(html, "--html")
+    elif html is not None:
+        check_output_dir(out_dir or ".", "--html")

@@ -1,25 +1,27 @@
 """``kafkamc simulate``: random walks through a spec, a violation shrunk to a short trace.
 
 Exit codes as for ``check``: 0 no violation found (which is not a proof), 1 a violation,
-2 bad invocation, 3 the spec raised.
+2 bad invocation, 3 the spec raised, 4 interrupted (Ctrl-C, SIGTERM, SIGHUP) before a violation.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
-import sys
 from typing import Any
 
-from kafkamc.result import VIOLATION, CheckResult
+from kafkamc.result import INCOMPLETE, VIOLATION, CheckResult
 from kafkamc.cli.args import int_at_least, seconds
-from kafkamc.cli.output import write_counterexample
+from kafkamc.cli.output import check_counterexample_paths, write_counterexample
 from kafkamc.counterexamples.render import render_trace, result_to_json
+from kafkamc.errors import UsageError
 from kafkamc.spec.registry import build_spec, select_properties
+from kafkamc.terminal import printable, printable_lines
 
 __all__ = ["register", "render_simulation", "simulation_to_json"]
 
-EXIT_OK, EXIT_VIOLATION = 0, 1
+EXIT_OK, EXIT_VIOLATION, EXIT_INCOMPLETE = 0, 1, 4
 
 
 _positive = int_at_least(1)
@@ -93,9 +95,11 @@ def render_simulation(result: CheckResult) -> str:
             f"'kafkamc check' finds the shortest"
         )
     else:
-        why = {"time": "; --time reached", "interrupted": "; interrupted"}.get(ex.get("stopped_by") or "", "")
+        why = {"time": "; --time reached", "interrupted": "; interrupted",
+               "terminated": "; terminated (SIGTERM or SIGHUP)"}.get(ex.get("stopped_by") or "", "")
+        head = "incomplete (simulated)" if result.result == INCOMPLETE else "ok (simulated)"
         lines.append(
-            f"ok (simulated): no violation of {checked} in {ex['runs']:,} walks of up to {ex['max_steps']} "
+            f"{head}: no violation of {checked} in {ex['runs']:,} walks of up to {ex['max_steps']} "
             f"steps{why}; not exhaustive"
         )
     lines.append(
@@ -125,18 +129,29 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
     spec = build_spec(args.spec, args.param)
     props = select_properties(type(spec), args.invariant)
+    check_counterexample_paths(args.out, args.html)
     result = simulate(
         spec, props, runs=args.runs, steps=args.steps, seed=args.seed, time_limit=args.time,
         database=None if args.no_database else args.database, deadlock=args.deadlock,
     )
-    written = write_counterexample(result, args.out, args.html)
+    if ":" in args.spec:
+        # As check does: the trace file names the spec class, and its hints are recorded.
+        result = dataclasses.replace(result, extra={**result.extra, "spec_ref": args.spec})
+    try:
+        written, unwritten = write_counterexample(result, args.out, args.html), None
+    except UsageError as exc:  # after a long run: print the verdict first, then fail
+        written, unwritten = [], exc
     if args.json:
         print(json.dumps(simulation_to_json(result)))
     else:
-        print(render_simulation(result))
+        print(printable_lines(render_simulation(result)))
         if result.trace is not None:
             print()
-            print(render_trace(result.trace))
+            print(printable_lines(render_trace(result)))
         for path in written:
-            print(f"counterexample written to {path}")
-    return EXIT_VIOLATION if result.result == VIOLATION else EXIT_OK
+            print(printable(f"counterexample written to {path}"))
+    if unwritten is not None:
+        raise unwritten
+    if result.result == VIOLATION:
+        return EXIT_VIOLATION
+    return EXIT_INCOMPLETE if result.result == INCOMPLETE else EXIT_OK

@@ -40,6 +40,11 @@ def spec_catalogue() -> list[dict[str, Any]]:
             "recoverability": [
                 {"name": pr.name, "description": pr.description} for pr in cls.recoverability_properties()
             ],
+            "liveness": [
+                {"name": pr.name, "description": pr.description, "formula": _formula(pr)}
+                for pr in cls.liveness_properties()
+            ],
+            "fairness": {"weak": list(cls.weak_fairness), "strong": list(cls.strong_fairness)},
         })
     return out
 
@@ -67,7 +72,22 @@ def _cmd_list(args: argparse.Namespace) -> int:
             print("  recoverability (AG EF good; check with -r NAME):")
             for rec in spec["recoverability"]:
                 print(f"     {rec['name']}: {rec['description']}")
+        if spec["liveness"]:
+            print("  liveness (under fairness; check with -l NAME):")
+            for lp in spec["liveness"]:
+                print(f"     {lp['name']}: {lp['description']} [{lp['formula']}]")
+            fair = [f"WF({a})" for a in spec["fairness"]["weak"]] + [f"SF({a})" for a in spec["fairness"]["strong"]]
+            print(f"  fairness: {', '.join(fair) or 'none'}")
     return EXIT_OK
+
+
+def _formula(prop: Any) -> str:
+    from kafkamc.invariants.temporal import formula_of
+
+    try:
+        return str(formula_of(prop))
+    except Exception as exc:  # a broken property is reported by check -l; list still lists
+        return f"(invalid: {exc})"
 
 
 def _show(value: Any) -> str:

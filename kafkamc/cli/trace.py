@@ -13,10 +13,13 @@ import re
 from typing import Any, Iterator
 
 from kafkamc.counterexamples.itf import load_trace_file
-from kafkamc.counterexamples.render import state_to_json
-from kafkamc.errors import SpecRaised, UsageError
+from kafkamc.counterexamples.render import render_trace, state_to_json
+from kafkamc.errors import MalformedSpec, SpecRaised, UsageError
+from kafkamc.safewrite import check_output_file
+from kafkamc.terminal import printable
+from kafkamc.invariants.api import fails as property_fails
 
-__all__ = ["register", "render_document", "replay_document", "ReplayReport", "flatten_json", "show_json"]
+__all__ = ["register", "render_document", "replay_document", "ReplayReport", "show_json"]
 
 EXIT_REPRODUCED, EXIT_NOT_REPRODUCED = 0, 1
 _BARE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
@@ -38,6 +41,9 @@ def register(subparsers: Any) -> None:
     rep.add_argument("file", metavar="FILE", help="a .trace.json or .itf.json file")
     rep.add_argument("--spec", default=None, metavar="SPEC",
                      help="the spec to replay against (default: the one the file names; module:Class for your own)")
+    rep.add_argument("--trust", action="store_true",
+                     help="import the module:Class the file names (only bundled specs are imported without "
+                          "--spec or --trust: replaying imports and runs the spec's code)")
     rep.set_defaults(run=_cmd_replay)
 
     html = sub.add_parser("html", help="write a self-contained HTML viewer of a trace")
@@ -47,13 +53,6 @@ def register(subparsers: Any) -> None:
 
 
 # -- show ------------------------------------------------------------------------------------
-
-
-def printable(text: str) -> str:
-    """``text`` with control characters escaped, so a trace cannot drive the terminal."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else json.dumps(c)[1:-1] for c in text)
 
 
 def show_json(value: Any) -> str:
@@ -71,50 +70,6 @@ def show_json(value: Any) -> str:
     return str(value)
 
 
-def flatten_json(value: Any, prefix: str = "") -> dict[str, Any]:
-    """Dotted paths to leaves: objects are opened, and lists whose items are all lists or objects
-    by index (so a per-replica tuple of logs or sets reads ``logs[0]``); other lists are leaves."""
-    if isinstance(value, dict) and value:
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            out.update(flatten_json(item, f"{prefix}.{printable(key)}" if prefix else printable(key)))
-        return out
-    if isinstance(value, list) and value and all(isinstance(v, (list, dict)) for v in value):
-        out = {}
-        for i, item in enumerate(value):
-            out.update(flatten_json(item, f"{prefix}[{i}]"))
-        return out
-    return {prefix or "state": value}
-
-
-def _opened(path: str, flat: dict[str, Any]) -> bool:
-    """Whether ``path`` is a container that ``flat`` shows by its items (it was empty elsewhere)."""
-    return any(k.startswith(path + "[") or k.startswith(path + ".") for k in flat)
-
-
-def diff_lines(prev: dict[str, Any], flat: dict[str, Any]) -> list[tuple[str, Any, Any]]:
-    """(path, old, new) for every changed leaf; ``_ABSENT`` for a missing side."""
-    out = []
-    for path, value in flat.items():
-        if path not in prev:
-            if value in ([], {}) and _opened(path, prev):
-                continue
-            out.append((path, _ABSENT, value))
-        elif prev[path] != value:
-            out.append((path, prev[path], value))
-    for path, value in prev.items():
-        if path not in flat and not (value in ([], {}) and _opened(path, flat)):
-            out.append((path, value, _ABSENT))
-    return out
-
-
-_ABSENT = object()
-
-
-def _shown(value: Any) -> str:
-    return "(absent)" if value is _ABSENT else show_json(value)
-
-
 def _header(doc: dict[str, Any]) -> list[str]:
     params = " ".join(f"{printable(str(k))}={show_json(v)}" for k, v in doc.get("params", {}).items())
     spec = printable(str(doc.get("spec") or "(unnamed spec)"))
@@ -124,6 +79,9 @@ def _header(doc: dict[str, Any]) -> list[str]:
     violated = doc.get("violated")
     if violated == "deadlock":
         verdict = f"violation: a deadlock (a state with no successors) after {n - 1} steps (trace of {n} states)"
+    elif violated and doc.get("loop_start") is not None:
+        verdict = f"violation: {printable(str(violated))} fails on a lasso of {n} states (the cycle from state " \
+                  f"{doc['loop_start'] + 1})"
     elif violated:
         verdict = f"violation: {printable(str(violated))} fails after {n - 1} steps (trace of {n} states)"
     else:
@@ -139,29 +97,9 @@ def _header(doc: dict[str, Any]) -> list[str]:
 
 
 def render_document(doc: dict[str, Any], full: bool = False) -> str:
-    """The terminal rendering of a trace document, in the layout of ``kafkamc check``'s trace."""
-    lines = _header(doc) + [""]
-    prev: dict[str, Any] | None = None
-    steps = doc["trace"]
-    width = len(str(len(steps)))
-    pad = " " * width
-    last = len(steps)
-    for n, step in enumerate(steps, start=1):
-        flat = flatten_json(step["state"])
-        title = "initial state" if step["action"] is None else printable(step["action"])
-        mark = ""
-        if n == last and doc.get("violated"):
-            what = "no successors (deadlock)" if doc["violated"] == "deadlock" else f"{printable(str(doc['violated']))} fails"
-            mark = f"   <- {what} here"
-        lines.append(f"{n:>{width}}. {title}{mark}")
-        if prev is None or full:
-            for path, value in flat.items():
-                lines.append(f"{pad}    {path} = {show_json(value)}")
-        else:
-            for path, old_value, new_value in diff_lines(prev, flat):
-                lines.append(f"{pad}    {path}: {_shown(old_value)} -> {_shown(new_value)}")
-        prev = flat
-    return "\n".join(lines)
+    """The terminal rendering of a trace document: a header, then the trace exactly as
+    ``kafkamc check`` prints it (one renderer, ``render_trace``, for both)."""
+    return "\n".join(_header(doc) + ["", render_trace(doc, full=full)])
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
@@ -185,28 +123,34 @@ class ReplayReport:
 
 
 def _successors(spec: Any, state: Any) -> Iterator[tuple[int, str, Any]]:
-    from kafkamc.spec.api import format_label
+    from kafkamc.spec.api import format_label, malformed_successors
 
     i = 0
     for act in spec.actions():
         try:
             produced = list(act.fn(spec.p, state))
+            problem = malformed_successors(produced)
         except Exception as exc:
             raise SpecRaised(f"action {act.name}", state, exc) from exc
+        if problem is not None:
+            raise SpecRaised(f"action {act.name}", state, MalformedSpec(problem))
         for label, nxt in produced:
             yield i, format_label(act.name, label), nxt
             i += 1
 
 
-def replay_document(doc: dict[str, Any], spec_ref: str | None = None) -> ReplayReport:
+def replay_document(doc: dict[str, Any], spec_ref: str | None = None, trust: bool = False) -> ReplayReport:
     """Re-execute a trace document against its spec.
 
     Each recorded step must still be a transition of the spec: the stored successor-index path is
     followed where it still leads to the recorded state, otherwise the recorded state (and, if it
     can, its action label) is searched among the successors. Then the violated property must
     still fail at the end. UsageError if the file names no spec or the spec cannot be built.
+
+    A file is data, and may come from anywhere: the spec it names is imported only if it is
+    bundled with kafkamc, unless ``trust`` (or the caller names the spec in ``spec_ref``).
     """
-    from kafkamc.spec.registry import build_spec, load_spec_class
+    from kafkamc.spec.registry import BUNDLED, build_spec, load_spec_class
 
     ref = spec_ref or (doc.get("spec_ref") if isinstance(doc.get("spec_ref"), str) else None) or doc.get("spec")
     if not ref:
@@ -214,6 +158,16 @@ def replay_document(doc: dict[str, Any], spec_ref: str | None = None) -> ReplayR
     violated = doc.get("violated")
     if not violated:
         raise UsageError("the trace names no violated invariant, so there is nothing to reproduce")
+    if spec_ref is None and not trust and ":" in str(ref) and ref not in BUNDLED.values():
+        # A bare name can only mean a bundled spec; module:Class would import the file's choice.
+        raise UsageError(
+            f"the trace names spec {ref!r}, which is not bundled with kafkamc, and replaying imports and runs "
+            f"its module; pass --spec {ref} to replay against it, or --trust to use the file's reference"
+        )
+    if doc.get("loop_start") is not None:
+        from kafkamc.cli.replay_lasso import replay_lasso
+
+        return replay_lasso(doc, str(ref))
     load_spec_class(str(ref))  # an unknown spec is a usage error (exit 2)
     report = ReplayReport()
     recorded = dict(doc.get("params") or {})
@@ -323,15 +277,19 @@ def replay_document(doc: dict[str, Any], spec_ref: str | None = None) -> ReplayR
 def _holds(prop: Any, p: Any, prev: Any, label: str | None, state: Any) -> bool:
     try:
         if prop.kind == "invariant":
-            return bool(prop.fn(p, state))
-        return bool(prop.fn(p, prev, label, state))
+            verdict = prop.fn(p, state)
+        else:
+            verdict = prop.fn(p, prev, label, state)
     except Exception as exc:
         raise SpecRaised(f"{prop.kind} {prop.name}", state, exc) from exc
+    # None from a forgotten return is a spec error, not a reproduced violation.
+    what = "invariant" if prop.kind == "invariant" else "action property"
+    return verdict is True or not property_fails(verdict, f"{what} {prop.name}", state)
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
     doc = load_trace_file(args.file)
-    report = replay_document(doc, args.spec)
+    report = replay_document(doc, args.spec, trust=args.trust)
     print("\n".join(report.lines))
     return EXIT_REPRODUCED if report.reproduced else EXIT_NOT_REPRODUCED
 
@@ -342,6 +300,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 def _cmd_html(args: argparse.Namespace) -> int:
     from kafkamc.counterexamples.html import write_html
 
+    check_output_file(args.output, "-o")
     doc = load_trace_file(args.file)
     written = write_html(doc, args.output)
     print(f"trace viewer written to {written}")

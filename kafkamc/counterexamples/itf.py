@@ -12,7 +12,9 @@ spec), ``description``, and ``spec``, ``parameters``, ``invariant`` (the violate
 ``invariants`` (all checked), ``engine``, ``result``, ``path`` (the successor-index path that
 ``kafkamc trace replay`` re-executes) and the run's statistics. A state's ``#meta`` holds its
 ``index`` and, except for the initial state, the ``action`` label that led to it: string values
-only, which every ITF reader accepts.
+only, which every ITF reader accepts. A liveness counterexample is a lasso: the trace's ``loop``
+is the index of the state the last state leads back to, by the ``#meta`` ``loop_action`` (null:
+the last state stutters forever), under the ``#meta`` ``fairness``.
 
 Reading goes the other way, to the JSON trace shape of ``kafkamc check --json`` (see
 ``kafkamc.counterexamples.render.result_to_json``), so the terminal renderer, ``replay`` and the
@@ -25,13 +27,16 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import math
 import os
+import stat
 from typing import Any
 
 from kafkamc import __version__
 from kafkamc.result import CheckResult
 from kafkamc.counterexamples.render import SCHEMA, json_sort_key, result_to_json
 from kafkamc.errors import UsageError
+from kafkamc.safewrite import write_file
 
 __all__ = [
     "ITF_FORMAT_DESCRIPTION", "value_to_itf", "state_to_itf", "result_to_itf", "write_itf", "itf_path",
@@ -106,6 +111,8 @@ def result_to_itf(result: CheckResult) -> dict[str, Any]:
     }
     if result.extra.get("spec_ref"):
         meta["spec_ref"] = result.extra["spec_ref"]
+    # The spec's entities hook and property descriptions, as the JSON trace records them.
+    meta.update({k: v for k, v in result_to_json(result).items() if k in ("entities", "descriptions")})
     if whole:
         meta["kafkamc_whole_state"] = True
     states = []
@@ -116,7 +123,14 @@ def result_to_itf(result: CheckResult) -> dict[str, Any]:
         item = {"#meta": smeta}
         item.update(state_to_itf(step.state))
         states.append(item)
-    return {"#meta": meta, "vars": variables, "states": states}
+    out = {"#meta": meta, "vars": variables, "states": states}
+    if result.trace.loop_start is not None:
+        # ITF's lasso: the last state is followed by states[loop] again (by the meta's loop_action,
+        # or by stuttering when that is null).
+        out["loop"] = result.trace.loop_start
+        meta["loop_action"] = result.trace.loop_action
+        meta["fairness"] = result.extra.get("fairness")
+    return out
 
 
 def itf_path(result: CheckResult, out_dir: str) -> str:
@@ -128,14 +142,7 @@ def write_itf(result: CheckResult, out_dir: str) -> str | None:
     """Write the counterexample as ``DIR/<spec>-<invariant>.itf.json``; None when there is none."""
     if result.trace is None or result.violated is None:
         return None
-    os.makedirs(out_dir, exist_ok=True)
-    path = itf_path(result, out_dir)
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(result_to_itf(result), fh, indent=1)
-        fh.write("\n")
-    os.replace(tmp, path)
-    return path
+    return write_file(itf_path(result, out_dir), json.dumps(result_to_itf(result), indent=1) + "\n")
 
 
 def _file_part(name: str) -> str:
@@ -167,27 +174,29 @@ def itf_to_json_value(value: Any) -> Any:
     if isinstance(value, float):
         if value.is_integer():
             return int(value)
-        raise _Malformed(f"a number that is not an integer: {value!r}")
+        raise _Malformed(f"a number that is not an integer: {_short(value)}")
     if isinstance(value, list):
         return [itf_to_json_value(v) for v in value]
     if not isinstance(value, dict):
-        raise _Malformed(f"an unexpected value {value!r}")
+        raise _Malformed(f"an unexpected value {_short(value)}")
     special = [k for k in value if isinstance(k, str) and k.startswith("#")]
     if not special:
         return {k: itf_to_json_value(v) for k, v in value.items()}
     if len(value) != 1:
-        raise _Malformed(f"an object mixing {special[0]!r} with other keys")
+        raise _Malformed(f"an object mixing {_short(special[0])} with other keys")
     tag, inner = next(iter(value.items()))
     if tag == "#bigint":
         if not isinstance(inner, str):
-            raise _Malformed(f"#bigint must be a string of digits, not {inner!r}")
+            raise _Malformed(f"#bigint must be a string of digits, not {_short(inner)}")
+        if len(inner) > MAX_DIGITS:
+            raise _Malformed(f"#bigint of {len(inner):,} characters (at most {MAX_DIGITS:,} digits)")
         try:
             return int(inner)
         except ValueError:
-            raise _Malformed(f"#bigint {inner!r} is not an integer") from None
+            raise _Malformed(f"#bigint {_short(inner)} is not an integer") from None
     if tag in ("#tup", "#set"):
         if not isinstance(inner, list):
-            raise _Malformed(f"{tag} must hold a list, not {inner!r}")
+            raise _Malformed(f"{tag} must hold a list, not {_short(inner)}")
         items = [itf_to_json_value(v) for v in inner]
         return sorted(items, key=json_sort_key) if tag == "#set" else items
     if tag == "#map":
@@ -199,7 +208,41 @@ def itf_to_json_value(value: Any) -> Any:
         return [[k, v] for k, v in sorted(pairs, key=lambda kv: json_sort_key(kv[0]))]
     if tag == "#unserializable":
         return str(inner)
-    raise _Malformed(f"an unknown ITF encoding {tag!r}")
+    raise _Malformed(f"an unknown ITF encoding {_short(tag)}")
+
+
+def _itf_set_pointers(value: Any, pointer: str, out: list[str]) -> None:
+    """The JSON Pointers, into the value ``itf_to_json_value`` makes of ``value``, of its sets
+    (the ``sets`` of a step, so the renderer tells a set from a tuple as for a JSON trace)."""
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            _itf_set_pointers(item, f"{pointer}/{i}", out)
+        return
+    if not isinstance(value, dict):
+        return
+    if len(value) == 1 and next(iter(value)) in ("#set", "#tup", "#map"):
+        tag, inner = next(iter(value.items()))
+        if tag == "#set":
+            out.append(pointer)
+            inner = sorted(inner, key=lambda v: json_sort_key(itf_to_json_value(v)))
+        if tag == "#map":
+            pairs = [(itf_to_json_value(k), k, v) for k, v in inner]
+            if all(isinstance(k, str) for k, _, _ in pairs):
+                for key, _, v in pairs:
+                    _itf_set_pointers(v, f"{pointer}/{key.replace('~', '~0').replace('/', '~1')}", out)
+            else:
+                pairs.sort(key=lambda kv: json_sort_key(kv[0]))
+                for i, (_, k, v) in enumerate(pairs):
+                    _itf_set_pointers(k, f"{pointer}/{i}/0", out)
+                    _itf_set_pointers(v, f"{pointer}/{i}/1", out)
+            return
+        for i, item in enumerate(inner):
+            _itf_set_pointers(item, f"{pointer}/{i}", out)
+        return
+    if any(isinstance(k, str) and k.startswith("#") for k in value):
+        return
+    for key, item in value.items():
+        _itf_set_pointers(item, f"{pointer}/{key.replace('~', '~0').replace('/', '~1')}", out)
 
 
 def is_itf(obj: Any) -> bool:
@@ -234,14 +277,21 @@ def itf_to_document(obj: Any, where: str = "the ITF trace") -> dict[str, Any]:
             raise UsageError(f"{where}: state {n}: the action must be a string")
         missing = [v for v in variables if v not in item]
         if missing:
-            raise UsageError(f"{where}: state {n} has no value for variable {missing[0]!r}")
+            raise UsageError(f"{where}: state {n} has no value for variable {_short(missing[0])}")
         try:
             state = {v: itf_to_json_value(item[v]) for v in variables if v != _QUINT_ACTION}
         except _Malformed as exc:
             raise UsageError(f"{where}: state {n}: {exc}") from None
+        sets: list[str] = []
+        for v in variables:
+            if v != _QUINT_ACTION:
+                _itf_set_pointers(item[v], "" if whole else "/" + v.replace("~", "~0").replace("/", "~1"), sets)
         if whole:
             state = state.get(_WHOLE_STATE)
-        trace.append({"action": None if n == 0 else action, "state": state})
+        step = {"action": None if n == 0 else action, "state": state}
+        if sets:
+            step["sets"] = sorted(sets)
+        trace.append(step)
     params = meta.get("parameters") if isinstance(meta.get("parameters"), dict) else {}
     spec = meta.get("spec") if isinstance(meta.get("spec"), str) else None
     invariants = meta.get("invariants") if isinstance(meta.get("invariants"), list) else []
@@ -257,14 +307,25 @@ def itf_to_document(obj: Any, where: str = "the ITF trace") -> dict[str, Any]:
         "format": "itf",
         "kafkamc": spec is not None,
     }
-    for stat in ("distinct_states", "states_generated", "depth"):
-        if isinstance(meta.get(stat), int) and not isinstance(meta.get(stat), bool):
-            doc[stat] = meta[stat]
+    for key in ("distinct_states", "states_generated", "depth"):
+        if isinstance(meta.get(key), int) and not isinstance(meta.get(key), bool):
+            doc[key] = meta[key]
     if isinstance(meta.get("spec_ref"), str):
         doc["spec_ref"] = meta["spec_ref"]
+    for key in ("entities", "descriptions"):
+        if isinstance(meta.get(key), dict):
+            doc[key] = meta[key]
     path = meta.get("path")
     if isinstance(path, list) and path and all(isinstance(i, int) and not isinstance(i, bool) for i in path):
         doc["path"] = list(path)
+    loop = obj.get("loop")
+    if loop is not None:
+        if not isinstance(loop, int) or isinstance(loop, bool) or not 0 <= loop < len(trace):
+            raise UsageError(f"{where}: 'loop' must be the index of one of its states, not {loop!r}")
+        doc["loop_start"] = loop
+        doc["loop_action"] = meta.get("loop_action") if isinstance(meta.get("loop_action"), str) else None
+        if isinstance(meta.get("fairness"), dict):
+            doc["fairness"] = meta["fairness"]
     return doc
 
 
@@ -281,10 +342,10 @@ def check_document(doc: Any, where: str = "the trace") -> dict[str, Any]:
             "(with 'schema' and 'trace') or an ITF trace (.itf.json)"
         )
     if doc["schema"] != SCHEMA:
-        raise UsageError(f"{where} has trace schema {doc['schema']!r}; this kafkamc reads schema {SCHEMA}")
+        raise UsageError(f"{where} has trace schema {_short(doc['schema'])}; this kafkamc reads schema {SCHEMA}")
     trace = doc["trace"]
     if trace is None:
-        raise UsageError(f"{where} holds no counterexample (result {doc.get('result')!r})")
+        raise UsageError(f"{where} holds no counterexample (result {_short(doc.get('result'))})")
     if not isinstance(trace, list) or not trace:
         raise UsageError(f"{where}: 'trace' must be a non-empty list of steps")
     for n, step in enumerate(trace):
@@ -294,6 +355,21 @@ def check_document(doc: Any, where: str = "the trace") -> dict[str, Any]:
             raise UsageError(f"{where}: step {n + 1}: the action must be a string or null")
     if not isinstance(doc.get("params", {}), dict):
         raise UsageError(f"{where}: 'params' must be an object")
+    for key in ("spec", "spec_ref", "violated", "engine", "result"):
+        if doc.get(key) is not None and not isinstance(doc[key], str):
+            raise UsageError(f"{where}: {key!r} must be a string or null, not {type(doc[key]).__name__}")
+    invariants = doc.get("invariants", [])
+    if not (isinstance(invariants, list) and all(isinstance(i, str) for i in invariants)):
+        raise UsageError(f"{where}: 'invariants' must be a list of names (strings)")
+    for key in ("distinct_states", "states_generated", "depth"):
+        value = doc.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise UsageError(f"{where}: {key!r} must be an integer or null")
+    loop = doc.get("loop_start")
+    if loop is not None and (not isinstance(loop, int) or isinstance(loop, bool) or not 0 <= loop < len(trace)):
+        raise UsageError(f"{where}: 'loop_start' must be the index of one of its steps, not {loop!r}")
+    if doc.get("loop_action") is not None and not isinstance(doc["loop_action"], str):
+        raise UsageError(f"{where}: 'loop_action' must be a string or null")
     path = doc.get("path")
     if path is not None and not (
         isinstance(path, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in path)
@@ -324,17 +400,91 @@ def document_of(result_or_document: Any) -> dict[str, Any]:
     return check_document(result_or_document)
 
 
+# Bounds on what a trace file may hold; kafkamc's own files are far inside them. A file beyond
+# them is refused in one line instead of exhausting memory, the stack or CPython's int parser.
+MAX_TRACE_BYTES = 256 * 1024 * 1024
+MAX_NESTING = 100
+MAX_DIGITS = 4300  # CPython's own limit on int <-> str conversion
+
+
 def _load_json(path: str) -> Any:
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        info = os.stat(path)
     except OSError as exc:
         raise UsageError(f"cannot read trace file {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise UsageError(f"{path} is not a trace file: not a regular file")
+    if info.st_size > MAX_TRACE_BYTES:
+        raise UsageError(f"{path} is not a trace file: larger than {MAX_TRACE_BYTES >> 20} MiB")
     try:
-        return json.loads(data.decode("utf-8"))
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_TRACE_BYTES + 1)  # bounded: the file may grow while it is read
+    except OSError as exc:
+        raise UsageError(f"cannot read trace file {path}: {exc.strerror or exc}") from None
+    if len(data) > MAX_TRACE_BYTES:
+        raise UsageError(f"{path} is not a trace file: larger than {MAX_TRACE_BYTES >> 20} MiB")
+    try:
+        obj = json.loads(data.decode("utf-8"), parse_constant=_no_constant, parse_int=_bounded_int,
+                         parse_float=_finite_float)
     except UnicodeDecodeError:
         raise UsageError(f"{path} is not a trace file: not UTF-8 text") from None
     except json.JSONDecodeError as exc:
         raise UsageError(f"{path} is not a trace file: invalid JSON at line {exc.lineno} column {exc.colno}") from None
     except RecursionError:
         raise UsageError(f"{path} is not a trace file: JSON nested too deeply") from None
+    except _Malformed as exc:
+        raise UsageError(f"{path} is not a trace file: {exc}") from None
+    problem = _unusable(obj)
+    if problem is not None:
+        raise UsageError(f"{path} is not a trace file: {problem}")
+    return obj
+
+
+def _no_constant(name: str) -> Any:
+    raise _Malformed(f"{name} is not a value a trace holds (allowed: integers, strings, booleans, null)")
+
+
+def _bounded_int(text: str) -> int:
+    if len(text) > MAX_DIGITS:
+        raise _Malformed(f"an integer of {len(text):,} digits (at most {MAX_DIGITS:,})")
+    return int(text)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _Malformed(f"the number {text[:40]} is out of range")
+    return value
+
+
+def _unusable(obj: Any) -> str | None:
+    """Why a parsed document cannot be shown or replayed: nesting beyond ``MAX_NESTING`` (the
+    renderers recurse), or a string that is not text (a lone surrogate cannot be printed)."""
+    stack = [(obj, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_NESTING:
+            return f"nested more than {MAX_NESTING} levels deep"
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not _is_text(key):
+                    return f"a key that is not text: {_short(key)}"
+                stack.append((item, depth + 1))
+        elif isinstance(value, list):
+            stack.extend((item, depth + 1) for item in value)
+        elif isinstance(value, str) and not _is_text(value):
+            return f"a string that is not text (a lone surrogate): {_short(value)}"
+    return None
+
+
+def _is_text(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _short(value: Any) -> str:
+    text = ascii(value) if isinstance(value, str) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -5,14 +5,19 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import re
+import sys
+from dataclasses import dataclass
 from typing import Any
 
 from kafkamc.result import CheckResult
 from kafkamc.counterexamples.trace import Trace
+from kafkamc.terminal import printable
 
 __all__ = [
     "SCHEMA", "json_sort_key", "state_to_json", "trace_to_json", "result_to_json", "flatten", "show_value",
-    "render_trace", "render_summary", "describe_change", "entity_names",
+    "render_trace", "render_summary", "describe_change", "entity_names", "LOOP_MARK", "lasso_end",
+    "render_coverage", "coverage_warnings",
 ]
 
 SCHEMA = 1
@@ -50,7 +55,16 @@ def json_sort_key(item: Any) -> tuple[int, Any]:
 def trace_to_json(trace: Trace | None) -> list[dict[str, Any]] | None:
     if trace is None:
         return None
-    return [{"action": st.action, "state": state_to_json(st.state)} for st in trace.steps]
+    out = []
+    for st in trace.steps:
+        step = {"action": st.action, "state": state_to_json(st.state)}
+        sets = _state_sets(st.state)
+        if sets:
+            # Where the state held frozensets (JSON Pointers into "state"), so readers can tell
+            # a set from a tuple.
+            step["sets"] = sets
+        out.append(step)
+    return out
 
 
 def result_to_json(result: CheckResult) -> dict[str, Any]:
@@ -76,6 +90,19 @@ def result_to_json(result: CheckResult) -> dict[str, Any]:
         out["spec_ref"] = result.extra["spec_ref"]
     if result.trace is not None:
         out["path"] = list(result.trace.path)
+        out.update(_spec_context(result))
+        if result.trace.loop_start is not None:
+            # A lasso: the last state goes back to trace[loop_start] by loop_action (null: it
+            # stutters forever), under the fairness the run assumed.
+            out["loop_start"] = result.trace.loop_start
+            out["loop_action"] = result.trace.loop_action
+            out["fairness"] = result.extra.get("fairness")
+    if result.coverage is not None:
+        out["coverage"] = [
+            {"action": c.action, "enabled": c.enabled, "generated": c.generated, "distinct": c.distinct}
+            for c in result.coverage
+        ]
+    out["fingerprint_collision_probability"] = result.fingerprint_collision_probability
     return out
 
 
@@ -97,115 +124,318 @@ def show_value(value: Any) -> str:
     return repr(value) if isinstance(value, str) else str(value)
 
 
-def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
-    """Dotted paths to leaves; dataclasses and tuples of structured values are opened up."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        out: dict[str, Any] = {}
+# -- the one trace renderer ----------------------------------------------------------------------
+#
+# `check`, `simulate`, `gate` and `trace show` all print a trace through `render_trace`, and all of
+# them from the JSON trace document (`result_to_json`, or a trace file as `load_trace_file` reads
+# it): a live result is turned into that document first, so what the terminal shows is a function
+# of what the file holds and the two cannot drift apart. JSON has no sets, so each step records the
+# JSON Pointers of the values that were frozensets (`"sets"`), and the document records the spec's
+# `entities` hook; with those the file renders exactly as the live trace.
+
+
+@dataclass(frozen=True, slots=True)
+class _Set:
+    """A set in a trace value (a JSON list that the step's ``sets`` pointers mark as one)."""
+
+    items: tuple[Any, ...]
+
+
+_ABSENT = object()
+_BARE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+
+
+def _pointer_part(key: Any) -> str:
+    return str(key).replace("~", "~0").replace("/", "~1")
+
+
+def _set_pointers(value: Any, pointer: str, out: list[str]) -> None:
+    """The JSON Pointers (into ``state_to_json(value)``) of every frozenset inside ``value``."""
+    if isinstance(value, frozenset):
+        out.append(pointer)
+        members = sorted(value, key=lambda v: json_sort_key(state_to_json(v)))
+        for i, item in enumerate(members):
+            _set_pointers(item, f"{pointer}/{i}", out)
+    elif isinstance(value, tuple):
+        for i, item in enumerate(value):
+            _set_pointers(item, f"{pointer}/{i}", out)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         for f in dataclasses.fields(value):
-            out.update(flatten(getattr(value, f.name), f"{prefix}.{f.name}" if prefix else f.name))
+            _set_pointers(getattr(value, f.name), f"{pointer}/{_pointer_part(f.name)}", out)
+
+
+def _state_sets(state: Any) -> list[str]:
+    """The sorted JSON Pointers of the frozensets in a live state (a step's ``sets``)."""
+    out: list[str] = []
+    _set_pointers(state, "", out)
+    return sorted(out)
+
+
+def _typed(value: Any, pointer: str, sets: frozenset[str]) -> Any:
+    """A JSON trace value as the renderer compares it: lists as tuples, marked lists as sets."""
+    if isinstance(value, list):
+        items = tuple(_typed(v, f"{pointer}/{i}", sets) for i, v in enumerate(value))
+        return _Set(items) if pointer in sets else items
+    if isinstance(value, dict):
+        return {str(k): _typed(v, f"{pointer}/{_pointer_part(k)}", sets) for k, v in value.items()}
+    return value
+
+
+def _show(value: Any) -> str:
+    """One value: tuples ``(a, b)``, sets ``{a, b}`` (empty: ``set()``), records ``{f: v}``,
+    names bare and other strings quoted, control characters escaped."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value if _BARE.match(value) else printable(json.dumps(value, ensure_ascii=False))
+    if isinstance(value, _Set):
+        return "{" + ", ".join(_show(v) for v in value.items) + "}" if value.items else "set()"
+    if isinstance(value, tuple):
+        inner = ", ".join(_show(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{printable(k)}: {_show(v)}" for k, v in value.items()) + "}"
+    return printable(str(value))
+
+
+def _opened(value: Any) -> bool:
+    """Whether a value is shown by its parts: a record, or a tuple of containers (by index)."""
+    if isinstance(value, dict):
+        return bool(value)
+    return (
+        isinstance(value, tuple) and bool(value)
+        and all(isinstance(v, (tuple, dict, _Set)) for v in value)
+    )
+
+
+def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """Paths to the leaves of a trace value: records opened by ``.field``, tuples of containers by
+    ``[i]``; sets, scalars and tuples of scalars are leaves."""
+    if isinstance(value, dict) and value:
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            out.update(flatten(item, f"{prefix}.{printable(key)}" if prefix else printable(key)))
         return out
-    if isinstance(value, tuple) and value and all(
-        dataclasses.is_dataclass(v) or (isinstance(v, tuple) and len(v) > 0 and _structured(v)) for v in value
-    ):
+    if _opened(value):
         out = {}
-        for i, v in enumerate(value):
-            out.update(flatten(v, f"{prefix}[{i}]"))
+        for i, item in enumerate(value):
+            out.update(flatten(item, f"{prefix}[{i}]"))
         return out
     return {prefix or "state": value}
 
 
-def _structured(value: tuple[Any, ...]) -> bool:
-    return any(dataclasses.is_dataclass(v) for v in value)
-
-
-def entity_names(entities: dict[str, tuple[str, ...]] | None) -> dict[str, str]:
-    """Field -> the prefix of its entities' names: the kind's first letter when that is unambiguous."""
+def entity_names(entities: dict[str, Any] | None) -> dict[str, str]:
+    """Field -> the prefix of its entities' names (``r`` for r1, r2...): the kind's first letter
+    when no other kind shares it, else the whole kind (``producer1``)."""
     if not entities:
         return {}
-    letters = [kind[0] for kind in entities]
+    letters = [str(kind)[:1] for kind in entities]
     out = {}
     for kind, fields in entities.items():
-        short = kind[0] if letters.count(kind[0]) == 1 else kind
+        kind = str(kind)
+        short = kind[:1] if letters.count(kind[:1]) == 1 else kind
         for f in fields:
-            out[f] = short
+            out[str(f)] = short
     return out
 
 
-def _open_entities(state: Any, names: dict[str, str]) -> dict[str, Any]:
-    """Flatten, but a per-entity tuple field becomes one entry per entity: ``r2.logs``."""
-    if not names or not (dataclasses.is_dataclass(state) and not isinstance(state, type)):
-        return flatten(state)
-    out: dict[str, Any] = {}
-    for f in dataclasses.fields(state):
-        value = getattr(state, f.name)
-        prefix = names.get(f.name)
+def _singular(name: str) -> str:
+    if name.endswith("ies"):
+        return name[:-3] + "y"
+    return name[:-1] if name.endswith("s") and not name.endswith("ss") else name
+
+
+def _parts(state: Any, entities: dict[str, Any] | None) -> list[tuple[str, Any]]:
+    """The state's top-level (path, value) pairs; a per-entity field is one pair per entity, named
+    as labels name them, 1-based: ``r2.logs``, or ``b2`` alone for a kind whose only field is its
+    plural (``brokers``)."""
+    if not isinstance(state, dict):
+        return [("state", state)]
+    names = entity_names(entities)
+    whole = {str(f) for kind, fields in (entities or {}).items() if len(fields) == 1
+             for f in fields if _singular(str(f)) == str(kind)}
+    out: list[tuple[str, Any]] = []
+    for key, value in state.items():
+        prefix = names.get(key)
         if prefix is not None and isinstance(value, tuple):
             for i, item in enumerate(value):
-                out.update(flatten(item, f"{prefix}{i + 1}.{f.name}"))
+                out.append((f"{prefix}{i + 1}" if key in whole else f"{prefix}{i + 1}.{printable(key)}", item))
         else:
-            out.update(flatten(value, f.name))
+            out.append((printable(key), value))
     return out
 
 
 def describe_change(old: Any, new: Any) -> str:
     """``old -> new``, or for a tuple that grew or shrank at its end / a set, only the difference."""
-    if isinstance(old, tuple) and isinstance(new, tuple) and old != new:
-        if len(new) > len(old) and new[: len(old)] == old:
-            return f"appended {', '.join(show_value(v) for v in new[len(old):])}"
-        if len(new) < len(old) and old[: len(new)] == new:
-            return f"truncated to {len(new)} (dropped {', '.join(show_value(v) for v in old[len(new):])})"
-    if isinstance(old, frozenset) and isinstance(new, frozenset) and old and new:
-        added = frozenset(new - old)
-        removed = frozenset(old - new)
-        parts = ([f"+{show_value(added)}"] if added else []) + ([f"-{show_value(removed)}"] if removed else [])
-        return f"{show_value(old)} -> {show_value(new)} ({' '.join(parts)})"
-    return f"{show_value(old)} -> {show_value(new)}"
+    if isinstance(old, tuple) and isinstance(new, tuple):
+        edit = _edit(old, new)
+        if edit is not None:
+            return edit
+    if isinstance(old, _Set) and isinstance(new, _Set) and old.items and new.items:
+        added = tuple(v for v in new.items if v not in old.items)
+        removed = tuple(v for v in old.items if v not in new.items)
+        parts = ([f"+{_show(_Set(added))}"] if added else []) + ([f"-{_show(_Set(removed))}"] if removed else [])
+        return f"{_show(old)} -> {_show(new)} ({' '.join(parts)})"
+    return f"{_show(old)} -> {_show(new)}"
 
 
-def render_trace(trace: Trace, full: bool = False, entities: dict[str, tuple[str, ...]] | None = None) -> str:
-    """Each step's action, then only what changed (old -> new), or every field with ``full``.
-
-    ``entities`` (a spec's ``entities`` hint) opens per-entity tuples into one line per entity.
-    """
-    names = entity_names(entities)
-    lines = []
-    prev: dict[str, Any] | None = None
-    width = len(str(len(trace.steps)))
-    pad = " " * width
-    for n, step in enumerate(trace.steps, start=1):
-        flat = _open_entities(step.state, names)
-        printed: set[str] = set()
-        title = "initial state" if step.action is None else step.action
-        lines.append(f"{n:>{width}}. {title}")
-        for path, value in flat.items():
-            if prev is None or full:
-                lines.append(f"{pad}    {path} = {show_value(value)}")
-            elif path not in prev:
-                parent = _parent_in(path, prev)
-                if parent is not None and parent not in printed:
-                    printed.add(parent)
-                    lines.append(f"{pad}    {parent}: {show_value(prev[parent])} -> (opened below)")
-                lines.append(f"{pad}    {path}: (absent) -> {show_value(value)}")
-            elif prev[path] != value:
-                lines.append(f"{pad}    {path}: {describe_change(prev[path], value)}")
-        if prev is not None and not full:
-            for path in prev:
-                if path not in flat and path not in printed and not _has_children(path, flat):
-                    lines.append(f"{pad}    {path}: {show_value(prev[path])} -> (absent)")
-        prev = flat
-    return "\n".join(lines)
-
-
-def _parent_in(path: str, flat: dict[str, Any]) -> str | None:
-    """The leaf of ``flat`` that ``path`` is nested under (a tuple that just gained structure)."""
-    for cut in range(len(path) - 1, 0, -1):
-        if path[cut] in "[." and path[:cut] in flat:
-            return path[:cut]
+def _edit(old: tuple[Any, ...], new: tuple[Any, ...]) -> str | None:
+    """A tuple's change as one edit when it is one: appended, truncated, one item removed or inserted."""
+    shown = lambda items: ", ".join(_show(v) for v in items)  # noqa: E731
+    if len(new) > len(old) and new[: len(old)] == old:
+        return f"appended {shown(new[len(old):])}"
+    if len(new) < len(old) and old[: len(new)] == new:
+        return f"truncated to {len(new)} (dropped {shown(old[len(new):])})"
+    if len(new) == len(old) - 1:
+        i = next(i for i in range(len(old)) if i == len(new) or old[i] != new[i])
+        if old[i + 1:] == new[i:]:
+            return f"removed [{i}] {_show(old[i])}"
+    if len(new) == len(old) + 1:
+        i = next(i for i in range(len(new)) if i == len(old) or old[i] != new[i])
+        if old[i:] == new[i + 1:]:
+            return f"inserted [{i}] {_show(new[i])}"
     return None
 
 
-def _has_children(path: str, flat: dict[str, Any]) -> bool:
-    return any(k.startswith(path + "[") or k.startswith(path + ".") for k in flat)
+LOOP_MARK = "-- the cycle starts here, and repeats --"
+
+
+def lasso_end(loop_start: int, loop_action: str | None, length: int) -> str:
+    """The line that closes a lasso's rendering: back to the cycle's first state, or stuttering."""
+    if loop_action is None:
+        return f"-- and stays in state {length} forever (stuttering: no fair action is enabled there) --"
+    return f"-- {loop_action} leads back to state {loop_start + 1}, and the cycle repeats forever --"
+
+
+def _diff(path: str, old: Any, new: Any, out: list[str]) -> None:
+    """Lines ``path: change`` for what differs between two trace values, opened where they are."""
+    if old is _ABSENT or new is _ABSENT:
+        shown = lambda v: "(absent)" if v is _ABSENT else _show(v)  # noqa: E731
+        out.append(f"{path}: {shown(old)} -> {shown(new)}")
+        return
+    if old == new:
+        return
+    if isinstance(old, dict) and isinstance(new, dict) and old and new:
+        for key in list(new) + [k for k in old if k not in new]:
+            _diff(f"{path}.{printable(key)}", old.get(key, _ABSENT), new.get(key, _ABSENT), out)
+        return
+    if isinstance(old, tuple) and isinstance(new, tuple) and (_opened(old) or _opened(new)):
+        edit = _edit(old, new)
+        if edit is not None:
+            out.append(f"{path}: {edit}")
+            return
+        if old and new:
+            for i in range(max(len(old), len(new))):
+                _diff(f"{path}[{i}]", old[i] if i < len(old) else _ABSENT, new[i] if i < len(new) else _ABSENT, out)
+            return
+    out.append(f"{path}: {describe_change(old, new)}")
+
+
+def _document_of(source: Any, entities: dict[str, Any] | None) -> dict[str, Any]:
+    if isinstance(source, CheckResult):
+        doc = result_to_json(source)
+    elif isinstance(source, Trace):
+        doc = {"trace": trace_to_json(source)}
+        if source.loop_start is not None:
+            doc.update(loop_start=source.loop_start, loop_action=source.loop_action)
+    else:
+        doc = source
+    if entities is not None:
+        doc = {**doc, "entities": entities}
+    return doc
+
+
+def render_trace(source: CheckResult | Trace | dict[str, Any], full: bool = False,
+                 entities: dict[str, Any] | None = None) -> str:
+    """Each step's action, then only what changed (``old -> new``), or every field with ``full``.
+
+    ``source`` is a result, a bare trace, or a trace document (``result_to_json`` or a loaded trace
+    file); all are rendered from the document form, so a result and its file print the same text.
+    Per-entity fields (the document's ``entities``, or ``entities`` given here) read ``r2.logs``.
+    The last step of a violation is marked with what fails there.
+    """
+    doc = _document_of(source, entities)
+    hint = doc.get("entities") if isinstance(doc.get("entities"), dict) else None
+    steps = doc["trace"]
+    violated = doc.get("violated")
+    loop_start = doc.get("loop_start")
+    if not (isinstance(loop_start, int) and not isinstance(loop_start, bool) and 0 <= loop_start < len(steps)):
+        loop_start = None
+    width = len(str(len(steps)))
+    pad = " " * width + "    "
+    lines: list[str] = []
+    prev: list[tuple[str, Any]] | None = None
+    for n, step in enumerate(steps, start=1):
+        sets = step.get("sets")
+        marked = frozenset(p for p in sets if isinstance(p, str)) if isinstance(sets, list) else frozenset()
+        parts = _parts(_typed(step["state"], "", marked), hint)
+        title = "initial state" if step["action"] is None else printable(str(step["action"]))
+        if loop_start == n - 1:
+            lines.append(LOOP_MARK)
+        if n == len(steps) and violated and loop_start is None:
+            what = "no successors (deadlock)" if violated == "deadlock" else f"{printable(str(violated))} fails"
+            title += f"   <- {what} here"
+        lines.append(f"{n:>{width}}. {title}")
+        if prev is None or full:
+            for path, value in parts:
+                lines.extend(f"{pad}{leaf} = {_show(v)}" for leaf, v in flatten(value, path).items())
+        else:
+            changes: list[str] = []
+            before = dict(prev)
+            for path, value in parts:
+                _diff(path, before.pop(path, _ABSENT), value, changes)
+            for path, value in before.items():
+                _diff(path, value, _ABSENT, changes)
+            lines.extend(pad + line for line in changes)
+        prev = parts
+    if loop_start is not None:
+        action = doc.get("loop_action")
+        lines.append(lasso_end(loop_start, printable(action) if isinstance(action, str) else None, len(steps)))
+    return "\n".join(lines)
+
+
+def _spec_context(result: CheckResult) -> dict[str, Any]:
+    """What a trace file records of the spec for readers without it: the ``entities`` hook and
+    the checked properties' descriptions. Found only for a bundled spec or a spec_ref whose module
+    the run already imported: rendering never imports a user's code."""
+    cls = None
+    ref = result.extra.get("spec_ref")
+    try:
+        if isinstance(ref, str) and ":" in ref:
+            module, _, attr = ref.partition(":")
+            cls = getattr(sys.modules.get(module), attr, None)
+        else:
+            from kafkamc.spec.registry import BUNDLED, load_spec_class
+
+            cls = load_spec_class(result.spec) if result.spec in BUNDLED else None
+    except Exception:  # a spec that cannot be found only loses its hints
+        cls = None
+    if not isinstance(cls, type):
+        return {}
+    out: dict[str, Any] = {}
+    hint = getattr(cls, "entities", None)
+    if callable(hint):
+        try:
+            from kafkamc.spec.api import Params
+
+            hint = hint(Params(dict(result.params)))
+        except Exception:
+            hint = None
+    if isinstance(hint, dict) and all(
+        isinstance(k, str) and isinstance(v, (tuple, list)) and all(isinstance(f, str) for f in v)
+        for k, v in hint.items()
+    ):
+        out["entities"] = {k: list(v) for k, v in hint.items()}
+    try:
+        props = {p.name: p.description for p in cls.properties()}
+    except Exception:
+        props = {}
+    described = {name: props[name] for name in result.invariants if props.get(name)}
+    if described:
+        out["descriptions"] = described
+    return out
 
 
 def render_summary(result: CheckResult) -> str:
@@ -217,17 +447,69 @@ def render_summary(result: CheckResult) -> str:
     )
     head = f"{result.spec} [{params}] engine={result.engine}{' symmetry' if result.symmetry else ''}"
     checked = ", ".join(result.invariants) or "no invariants"
-    if result.result == "ok":
+    if result.result == "ok" and result.extra.get("checker") == "liveness":
+        verdict = f"ok: every fair behaviour satisfies {checked}"
+    elif result.result == "ok":
         verdict = f"ok: every reachable state satisfies {checked}"
+    elif result.result == "violation" and result.trace is not None and result.trace.loop_start is not None:
+        length, start = len(result.trace), result.trace.loop_start
+        end = "a state where it may stop (stutter) forever" if result.trace.loop_action is None else (
+            f"a cycle of {_count(length - start, 'transition')} that repeats forever")
+        verdict = (f"violation: {result.violated} fails on a fair behaviour: {_count(start, 'step')} to {end} "
+                   f"(a lasso of {_count(length, 'state')})")
     elif result.result == "violation":
         length = len(result.trace) if result.trace is not None else 0
         what = "a deadlock (a state with no successors)" if result.violated == "deadlock" else result.violated
         verdict = f"violation: {what} fails after {length - 1} steps (shortest trace, {length} states)"
     else:
         why = {"max-depth": "--max-depth reached", "max-states": "--max-states reached",
-               "interrupted": "interrupted"}.get(result.reason or "", result.reason or "bounded")
+               "interrupted": "interrupted", "terminated": "terminated by SIGTERM or SIGHUP",
+               "max-memory": "--max-memory reached"}.get(result.reason or "", result.reason or "bounded")
+        if result.extra.get("stop_detail"):
+            why += f": {result.extra['stop_detail']}"
         verdict = f"incomplete ({why}): no violation of {checked} in the states explored; not exhaustive"
-    return f"{head}\n{verdict}\n{stats}"
+    collision = f"fingerprint collision probability {_probability(result.fingerprint_collision_probability)}"
+    return f"{head}\n{verdict}\n{stats}\n{collision} (optimistic, as TLC computes it)"
+
+
+def _probability(value: float) -> str:
+    return "0" if value == 0 else f"{value:.1e}"
+
+
+def render_coverage(result: CheckResult) -> str:
+    """TLC's -coverage as a table: per action, the states it was enabled on, the successors it
+    generated and the distinct states it found first ('' when the engine counts none)."""
+    if result.coverage is None:
+        return ""
+    if not result.coverage:
+        return "coverage: the spec has no actions"
+    rows = [("action", "enabled", "generated", "distinct")]
+    rows += [(c.action, f"{c.enabled:,}", f"{c.generated:,}", f"{c.distinct:,}") for c in result.coverage]
+    width = [max(len(r[i]) for r in rows) for i in range(4)]
+    return "action coverage (states it was enabled on, successors generated, distinct states found first):\n" + "\n".join(
+        f"  {r[0]:<{width[0]}}  {r[1]:>{width[1]}}  {r[2]:>{width[2]}}  {r[3]:>{width[3]}}".rstrip() for r in rows
+    )
+
+
+def coverage_warnings(result: CheckResult) -> list[str]:
+    """One line per action that never fired, or for a spec without actions: an ok that may be vacuous.
+
+    Not for a violation: the search stopped early, so an action that has not fired yet says nothing.
+    """
+    if result.coverage is None or result.result == "violation":
+        return []
+    if not result.coverage:
+        return [f"warning: spec {result.spec} has no actions (no @action functions): only its initial states "
+                "were checked"]
+    if result.result == "ok":
+        why = "never fired in any reachable state (with these parameters it is never enabled)"
+    else:
+        why = "has not fired in the states explored (the run is incomplete: it may fire further on)"
+    return [f"warning: action {c.action} {why}" for c in result.coverage if c.enabled == 0]
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 def _param(value: Any) -> str:

@@ -9,8 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from kafkamc.errors import SpecRaised
-from kafkamc.spec.api import Spec, format_label
+from kafkamc.spec.api import Spec, action_failure, format_label
 
 __all__ = ["TraceStep", "Trace", "ReplayError", "replay"]
 
@@ -25,8 +24,15 @@ class TraceStep:
 
 @dataclass(frozen=True, slots=True)
 class Trace:
+    """A counterexample. A *lasso* (a liveness counterexample) also has ``loop_start``: the index of
+    the step where the cycle starts; the behaviour goes on from the last state back to that step's
+    state by the transition labelled ``loop_action``, forever, or stutters in the last state forever
+    when ``loop_action`` is None (then ``loop_start`` is the last index)."""
+
     steps: tuple[TraceStep, ...]
     path: tuple[int, ...]
+    loop_start: int | None = None
+    loop_action: str | None = None
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -60,7 +66,7 @@ def replay(spec: Spec, path: Sequence[int]) -> Trace:
                         break
                     i += 1
             except Exception as exc:
-                raise SpecRaised(f"action {act.name}", state, exc) from exc
+                raise action_failure(act.name, act.fn, spec.p, state, exc) from exc
             if chosen is not None:
                 break
         if chosen is None:

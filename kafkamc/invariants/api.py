@@ -11,7 +11,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-__all__ = ["Property", "invariant", "action_property", "recoverable", "property_of"]
+from kafkamc.errors import SpecError, short_repr
+
+__all__ = ["Property", "invariant", "action_property", "recoverable", "property_of", "fails"]
 
 _KEBAB = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 _ATTR = "__kafkamc_property__"
@@ -23,7 +25,8 @@ class Property:
 
     ``kind`` is "invariant" (fn(p, s)), "action" (fn(p, s, label, t)) or "recoverability"
     (fn(p, s) says whether s is a good state; the property claims AG EF good: from every reachable
-    state some good state can still be reached).
+    state some good state can still be reached) or "liveness" (fn() returns a temporal formula,
+    see ``kafkamc.invariants.temporal``).
     """
 
     name: str
@@ -67,3 +70,22 @@ def property_of(fn: Any) -> Property:
         name = getattr(fn, "__qualname__", repr(fn))
         raise TypeError(f"{name} is not decorated with @invariant, @action_property or @recoverable")
     return prop
+
+
+def fails(value: Any, what: str, state: Any) -> bool:
+    """Whether a property's return ``value`` other than ``True`` is a violation.
+
+    The engines call it only when ``value is not True``, which keeps the hot loop at one identity
+    test. ``False`` is a violation; numpy's bool (a comparison of numpy values) is accepted as the
+    bool it stands for; anything else (``None`` from a forgotten ``return``, an int, a list) is a
+    spec error naming ``what`` (e.g. "invariant x-ok") and ``state``, never a verdict.
+    """
+    if value is False:
+        return True
+    kind = type(value)
+    if kind.__module__ == "numpy" and kind.__name__ in ("bool_", "bool"):
+        return not bool(value)
+    raise SpecError(
+        f"{what} returned {short_repr(value, 60)} ({kind.__name__}), not a bool, on state {state!r}; "
+        "a property must return True or False"
+    )

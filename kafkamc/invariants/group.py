@@ -7,25 +7,24 @@ repeated here as ints because the spec module imports this one (tests check they
 from __future__ import annotations
 
 from kafkamc.invariants.api import action_property, invariant
+from kafkamc.invariants.temporal import leads_to, liveness
 
 __all__ = [
     "no_double_assignment",
     "no_double_ownership",
-    "commit_from_current_generation",
     "static_instance_unique",
-    "generation_monotonic",
-    "valid_group_transitions",
-    "VALID_MOVES",
+    "stable_group_owns_every_partition",
+    "committed_offsets_never_move_backwards",
+    "no_reprocessing_of_committed_records",
+    "group_eventually_stable",
+    "rebalance_in_progress",
+    "group_settled",
 ]
 
 _FENCED = 5  # ClientState.FENCED
-_DEAD = 4  # GroupState.DEAD
-
-# GroupMetadata.validPreviousStates as (from, to) pairs of GroupState values: Empty 0,
-# PreparingRebalance 1, CompletingRebalance 2, Stable 3, Dead 4. Dead may be entered from any state.
-VALID_MOVES = frozenset(
-    {(3, 1), (2, 1), (0, 1), (1, 2), (2, 3), (1, 0)} | {(x, _DEAD) for x in range(5)}
-)
+_CLIENT_STABLE = 4  # ClientState.STABLE
+_STABLE = 3  # GroupState.STABLE
+_PREPARING, _COMPLETING, _DEAD = 1, 2, 4  # GroupState.PREPARING_REBALANCE, COMPLETING_REBALANCE, DEAD
 
 
 def _instance(p, k: int) -> int:
@@ -70,18 +69,6 @@ def no_double_ownership(p, s) -> bool:
 
 
 @invariant(
-    "commit-from-current-generation",
-    "an accepted offset commit comes from a member of the group's current generation",
-)
-def commit_from_current_generation(p, s) -> bool:
-    """G-CommitFromCurrentGeneration, judged on the history record of the last accepted commit.
-    A previous owner committing during PreparingRebalance still carries the current generation
-    (it is bumped only at join completion), so it passes by design."""
-    c = s.commit
-    return c.member_id == 0 or (c.known_member and c.generation == c.group_generation)
-
-
-@invariant(
     "static-instance-unique",
     "at most one live consumer holds the member id registered for a group.instance.id",
 )
@@ -100,19 +87,100 @@ def static_instance_unique(p, s) -> bool:
     return True
 
 
-@action_property(
-    "generation-monotonic",
-    "the group's generation id never decreases",
+@invariant(
+    "stable-group-owns-every-partition",
+    "once the group is Stable and every member's consumer has its assignment, every partition is consumed",
 )
-def generation_monotonic(p, s, label, t) -> bool:
-    """G-GenerationMonotonic: initNextGeneration only increments it."""
-    return t.generation >= s.generation
+def stable_group_owns_every_partition(p, s) -> bool:
+    """Settled means: the group is Stable and every member has a consumer in STABLE with the
+    group's generation (so no follow-up rebalance is pending: a cooperative member that revoked
+    is not STABLE, it rejoins). Then the consumers together own every partition of the topic.
+    KAFKA-9801 breaks it: a static member replaced during CompletingRebalance gets nothing."""
+    if s.group != _STABLE:
+        return True
+    owned: set[int] = set()
+    for m in s.members:
+        found = False
+        for c in s.clients:
+            if c.member_id == m.member_id and c.state == _CLIENT_STABLE and c.generation == s.generation:
+                owned.update(c.owned)
+                found = True
+        if not found:
+            return True
+    return len(owned) == p.partitions
 
 
 @action_property(
-    "valid-group-transitions",
-    "every group state change is one GroupMetadata.validPreviousStates allows",
+    "committed-offsets-never-move-backwards",
+    "the group's committed offset of a partition never decreases",
 )
-def valid_group_transitions(p, s, label, t) -> bool:
-    """GroupMetadata.assertValidTransition."""
-    return s.group == t.group or (int(s.group), int(t.group)) in VALID_MOVES
+def committed_offsets_never_move_backwards(p, s, label, t) -> bool:
+    """A consumer commits only positions it reached, and only one current member owns a partition
+    (generation and member checks fence the rest), so a commit never rewinds another's progress."""
+    return all(b >= a for a, b in zip(s.committed, t.committed))
+
+
+@action_property(
+    "no-reprocessing-of-committed-records",
+    "no member of the group processes a record again once its processing was committed",
+)
+def no_reprocessing_of_committed_records(p, s, label, t) -> bool:
+    """At-least-once, and no more: a record is processed twice by the group only if a rebalance
+    came between its processing and the commit covering it (the duplicate window). ``done`` is
+    the highest offset ever committed per partition. Processing is a step in which a consumer's
+    position moves and nothing else about it changes; the claim covers consumers that are members
+    of the group's current generation: a zombie whose session expired while it was stalled does
+    process records again until it learns, which the classic protocol cannot prevent (KIP-447
+    fences such zombies with transactions)."""
+    ids = {m.member_id for m in s.members}
+    for a, b in zip(s.clients, t.clients):
+        if a.positions == b.positions or a.owned != b.owned or a.member_id != b.member_id:
+            continue
+        if a.generation != b.generation or a.state != b.state:
+            continue
+        if a.member_id not in ids or a.generation != s.generation or a.state == _FENCED:
+            continue
+        for q, pos in a.positions - b.positions:
+            if pos < s.done[q - 1]:
+                return False
+    return True
+
+
+def rebalance_in_progress(p, s) -> bool:
+    """The group is in PreparingRebalance or CompletingRebalance."""
+    return s.group == _PREPARING or s.group == _COMPLETING
+
+
+def group_settled(p, s) -> bool:
+    """Stable, every member's consumer is STABLE in the group's generation, and together they own
+    every partition of the topic. Also counted as settled: the group was deleted on purpose
+    (Dead), or a rebalance waits for a join completion beyond ``max_generation``, the model's
+    bound (as in ``group-can-stabilise``). Nothing else is excused: CompletingRebalance never."""
+    if s.group == _DEAD:
+        return True
+    if s.group == _PREPARING:
+        return s.generation >= p.max_generation
+    if s.group != _STABLE or not s.members:
+        return False
+    owned: set[int] = set()
+    for m in s.members:
+        found = False
+        for c in s.clients:
+            if c.member_id == m.member_id and c.state == _CLIENT_STABLE and c.generation == s.generation:
+                owned.update(c.owned)
+                found = True
+        if not found:
+            return False
+    return len(owned) == p.partitions
+
+
+@liveness(
+    "group-eventually-stable",
+    "once a rebalance begins, the group eventually reaches Stable with every partition owned by a member",
+)
+def group_eventually_stable():
+    """PreparingRebalance or CompletingRebalance ~> settled (``group_settled``). Holds under the
+    spec's fairness because a member whose SyncGroup never comes is removed by the pending-sync
+    timer (KAFKA-12890's fix); with ``pending_sync_timeout=false`` its heartbeats keep it and the
+    group stays in CompletingRebalance forever."""
+    return leads_to(rebalance_in_progress, group_settled)

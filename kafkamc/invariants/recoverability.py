@@ -19,13 +19,17 @@ from __future__ import annotations
 
 from kafkamc.invariants.api import recoverable
 
-__all__ = ["controller_can_recover", "group_can_stabilise", "lso_can_advance", "partition_can_recover"]
+__all__ = [
+    "controller_can_recover", "group_can_stabilise", "lso_can_advance", "partition_can_recover",
+    "producer_can_write",
+]
 
 # IntEnum values of the spec modules (IntEnums compare equal to ints; importing the specs here
 # would be circular).
 _SESSION_LIVE = 1  # kafkamc.spec.controller.Session.LIVE
 _GROUP_EMPTY, _GROUP_PREPARING, _GROUP_STABLE, _GROUP_DEAD = 0, 1, 3, 4  # kafkamc.spec.group.GroupState
 _CLIENT_STABLE, _CLIENT_FENCED = 4, 5  # kafkamc.spec.group.ClientState
+_PRODUCER_NOT_STARTED, _PRODUCER_FATAL = 0, 6  # kafkamc.spec.transactions.ClientState
 
 
 @recoverable(
@@ -87,7 +91,42 @@ def lso_can_advance(p, s) -> bool:
     transaction within the model's bounds (the coordinator's timeout abort is always possible).
     """
     for d in s.partitions:
-        if d.txn_first_offset >= 0:
+        for pe in d.producers:
+            if pe.txn_first_offset >= 0:
+                return False
+    return True
+
+
+@recoverable(
+    "producer-can-write",
+    "from every state the newest producer instance can again write to every partition: its next sequence "
+    "number is the one each partition expects",
+)
+def producer_can_write(p, s) -> bool:
+    """``transactions``: a producer whose batch timed out is not stuck (KIP-360, KAFKA-8805).
+
+    Good: the newest initialised producer instance is dead or not started, or on every partition
+    its next sequence number is the one the partition's state for its producer id expects (last
+    sequence + 1 in the same epoch, 0 in a newer one). Before KAFKA-8805 a tv1 client kept its
+    epoch and sequence numbers after aborting on a timed-out batch; if that batch is then rejected
+    (tv1-verify) the partition never sees its sequence number and every later batch is an
+    OutOfOrderSequence. Without ``idempotence`` sequence numbers are not checked: always good.
+    Bound: a bump that needs a producer id beyond ``producer_ids`` counts as good.
+    """
+    if not p.idempotence or s.init_instance == 0:
+        return True
+    pr = s.producers[s.init_instance - 1]
+    if pr.state == _PRODUCER_NOT_STARTED or pr.state == _PRODUCER_FATAL:
+        return True
+    c = s.coordinator
+    if c.producer_epoch >= p.max_epoch - 1 and c.pid >= p.producer_ids:
+        return True
+    for k, d in enumerate(s.partitions):
+        entry = d.producers[pr.pid - 1]
+        if entry.epoch > pr.epoch:
+            continue  # fenced at the partition: the producer learns it and stops
+        expected = entry.last_seq + 1 if entry.epoch == pr.epoch else 0
+        if pr.next_seq[k] != expected:
             return False
     return True
 

@@ -7,7 +7,7 @@ and ``follower-matches-leader`` go with the spec's extensions (acks, crashes, un
 
 from __future__ import annotations
 
-from kafkamc.invariants.api import invariant
+from kafkamc.invariants.api import invariant, recoverable
 
 __all__ = [
     "strong_isr",
@@ -16,6 +16,8 @@ __all__ = [
     "no_acked_data_loss",
     "no_divergence",
     "follower_matches_leader",
+    "isr_can_recover",
+    "visible_prefix_stable",
 ]
 
 
@@ -60,10 +62,19 @@ def weak_isr(p, s) -> bool:
     return _isr_agrees_below_hw(s, False)
 
 
-@invariant("leader-in-isr", "the quorum leader is a member of the quorum ISR (no leader counts as outside)")
+@invariant(
+    "leader-in-isr",
+    "the quorum leader, if any, is a member of the quorum ISR (with leaderless_ok=false no leader counts as outside)",
+)
 def leader_in_isr(p, s) -> bool:
-    """LeaderInIsr: quorum leader in quorum ISR. The model starts and passes through states without a leader."""
-    return s.quorum_leader in s.quorum_isr
+    """LeaderInIsr: quorum leader in quorum ISR.
+
+    Kafka's NoLeader (-1) names no replica, so a partition without a leader satisfies it
+    (``leaderless_ok``, the default). KafkaReplication.tla counts "no leader" as outside the
+    ISR, so there (``model=tla``) the initial state, which has no leader yet, violates it.
+    """
+    ld = s.quorum_leader
+    return (not ld and p.leaderless_ok) or ld in s.quorum_isr
 
 
 @invariant(
@@ -144,5 +155,73 @@ def follower_matches_leader(p, s) -> bool:
         llog = logs[ld - 1]
         m = min(hws[i], len(log), len(llog))
         if m and log[:m] != llog[:m]:
+            return False
+    return True
+
+
+@recoverable(
+    "isr-can-recover",
+    "from every state the partition can again have every live replica in its ISR under a leader that acts "
+    "on the current leader epoch",
+)
+def isr_can_recover(p, s) -> bool:
+    """A live replica is never left out of the ISR for good: under-replication heals.
+
+    Good: ZooKeeper names a live leader that acts on the current leader epoch and every live
+    replica is in the quorum ISR. A restarted broker that cannot follow the current leader epoch
+    waits for the next leader change (the TLA+-era restart, without onBrokerStartup's
+    LeaderAndIsr). Bound: with ``max_leader_epoch`` spent and no leader acting on the current
+    epoch the controller may not elect, so such a state counts as good.
+    """
+    ld = s.quorum_leader
+    rs = s.replica_state
+    if ld and not (s.down and ld in s.down) and rs[ld - 1][0] == ld and rs[ld - 1][1] == len(s.requests) - 1:
+        isr = s.quorum_isr
+        return all(r in isr or r in s.down for r in range(1, len(rs) + 1))
+    return len(s.requests) > p.max_leader_epoch
+
+
+@invariant(
+    "visible-prefix-stable",
+    "records consumers read below a high watermark are never lost or changed: every live replica agrees with "
+    "them below its hw, and the acting leader holds them all",
+)
+def visible_prefix_stable(p, s) -> bool:
+    """Consumer-visible prefix stability: a record a consumer read below some replica's high watermark stays.
+
+    ``visible`` is the longest prefix that a live leader or follower (fetch from follower, KIP-392)
+    has served below its high watermark so far. It must agree with what every live replica serves
+    now, and the leader that acts on the current leader epoch must hold all of it: a record that
+    was read and is then truncated or replaced breaks it. KAFKA-14704 (a follower that applied the
+    leader's high watermark to a diverging log before truncating) violates it.
+
+    Without ``track_visible`` (model=tla) there is no history, and only the present is checked:
+    the prefixes that live replicas serve below their high watermarks agree.
+    """
+    logs = s.logs
+    hws = s.hw
+    down = s.down
+    rs = s.replica_state
+    if not p.track_visible:
+        served = [logs[i][: hws[i]] for i, st in enumerate(rs) if st[0] and not (down and i + 1 in down)]
+        for a in range(len(served)):
+            for b in range(a + 1, len(served)):
+                m = min(len(served[a]), len(served[b]))
+                if served[a][:m] != served[b][:m]:
+                    return False
+        return True
+    v = s.visible
+    if not v:
+        return True
+    for i, st in enumerate(rs):
+        if not st[0] or (down and i + 1 in down):
+            continue
+        m = min(hws[i], len(v))
+        if m and logs[i][:m] != v[:m]:
+            return False
+    ld = s.quorum_leader
+    if ld and not (down and ld in down):
+        lst = rs[ld - 1]
+        if lst[0] == ld and lst[1] == len(s.requests) - 1 and logs[ld - 1][: len(v)] != v:
             return False
     return True

@@ -4,35 +4,41 @@ They read the data partitions' logs together with ghost fields the model keeps a
 not: each data batch remembers the client transaction it was sent in and the producer instance
 that sent it, each marker the client transaction that opened the coordinator transaction it
 ends and the highest epoch InitProducerId had returned when it was written. A data batch belongs
-to the partition transaction that the next marker of its log closes (one producer id per log).
+to the partition transaction that the next marker of its producer id closes: a partition keeps
+producer state per producer id, and after a rotation (KIP-360) two ids share a log.
 """
 
 from __future__ import annotations
 
 from kafkamc.invariants.api import action_property, invariant
+from kafkamc.invariants.temporal import leads_to, liveness
 
 __all__ = [
     "atomicity", "client_commit_truth", "zombie_fencing", "no_hanging_transaction",
     "no_cross_transaction_leak", "read_committed_isolation", "valid_coordinator_transitions",
-    "no_duplicate_append",
+    "no_duplicate_append", "commit_by_own_end_txn", "init_producer_id_succeeds",
+    "producer_awaits_epoch", "every_producer_has_epoch", "open_transaction_closes", "transaction_open",
+    "no_transaction_open",
 ]
 
 # EntryKind and TxnState values of kafkamc.spec.transactions (IntEnums compare equal to ints;
 # importing the spec module here would be circular).
 _DATA, _COMMIT, _ABORT = 0, 1, 2
-_ONGOING, _PREPARE_COMMIT, _PREPARE_ABORT, _PREPARE_EPOCH_FENCE = 1, 2, 3, 7
+_EMPTY, _ONGOING, _PREPARE_COMMIT, _PREPARE_ABORT, _COMPLETE_COMMIT, _COMPLETE_ABORT = 0, 1, 2, 3, 4, 5
+_NOT_STARTED = 0  # kafkamc.spec.transactions.ClientState.NotStarted
 
 
 def _closing_markers(log):
-    """For each offset, the marker entry that closes it (None for a data batch still open)."""
+    """For each offset, the marker entry of the same producer id that closes it (None for a data
+    batch still open)."""
     out = [None] * len(log)
-    closing = None
+    closing = {}
     for k in range(len(log) - 1, -1, -1):
         entry = log[k]
         if entry.kind == _DATA:
-            out[k] = closing
+            out[k] = closing.get(entry.pid)
         else:
-            closing = entry
+            closing[entry.pid] = entry
     return out
 
 
@@ -74,12 +80,14 @@ def client_commit_truth(p, s) -> bool:
     return True
 
 
-@invariant("zombie-fencing", "once InitProducerId returned epoch e, nothing with a lower epoch is committed or accepted by the coordinator")
+@invariant("zombie-fencing", "once a newer producer instance got its epoch, nothing an older one sent is committed or accepted by the coordinator")
 def zombie_fencing(p, s) -> bool:
-    """KIP-98 zombie fencing through the producer epoch.
+    """KIP-98 zombie fencing: InitProducerId of a new instance fences every older one (a zombie).
 
-    No COMMIT marker written after InitProducerId returned epoch e closes a batch of an epoch
-    below e, and the coordinator accepted no AddPartitionsToTxn/EndTxn below e.
+    No COMMIT marker written after InitProducerId answered instance k closes a batch sent by an
+    instance older than k, and the coordinator accepted no AddPartitionsToTxn/EndTxn (nor an
+    implicit add, tv2) from an instance older than the newest initialised one. The claim is about
+    instances, not epochs, so a variant that hands out the same epoch twice can break it.
     """
     if s.stale_accepted:
         return False
@@ -88,7 +96,7 @@ def zombie_fencing(p, s) -> bool:
         if not log:
             continue
         for entry, marker in zip(log, _closing_markers(log)):
-            if marker is not None and marker.kind == _COMMIT and entry.epoch < marker.init_epoch:
+            if marker is not None and marker.kind == _COMMIT and entry.producer < marker.init_instance:
                 return False
     return True
 
@@ -97,30 +105,37 @@ def zombie_fencing(p, s) -> bool:
 def no_hanging_transaction(p, s) -> bool:
     """KIP-890's hanging transaction (KAFKA-14402), in safety form.
 
-    A transaction open on a partition must belong to the coordinator's transaction: Ongoing (the
-    partition added, the same epoch), PrepareEpochFence (the epoch before the fence), or
-    Prepare* with the partition's marker still to be written (the epoch of the transaction or,
-    after a fence or a TV2 bump, the one before). Otherwise nothing will ever write its marker
-    and the LSO is stuck.
+    A transaction open on a partition must belong to the coordinator's transaction (its producer
+    id, which rotates, KIP-360): Ongoing (the partition added, the epoch of the Ongoing record; a
+    fence in progress or failed bumps only the in-memory epoch), or Prepare* with the partition's
+    marker still to be written with an epoch the partition will accept. Otherwise nothing will
+    ever write its marker and the LSO is stuck.
     """
     c = s.coordinator
-    state = _PREPARE_EPOCH_FENCE if c.fencing else c.state
+    state = c.state
     epoch = c.producer_epoch
     for part, d in enumerate(s.partitions, start=1):
-        first = d.txn_first_offset
-        if first < 0:
-            continue
-        epochs = {entry.epoch for entry in d.log[first:]}
-        if state == _ONGOING:
-            ok = part in c.partitions and epochs == {epoch}
-        elif state == _PREPARE_EPOCH_FENCE:
-            ok = part in c.partitions and epochs == {epoch - 1}
-        elif state == _PREPARE_COMMIT or state == _PREPARE_ABORT:
-            ok = part in c.pending_markers and epochs <= {epoch, epoch - 1}
-        else:
-            ok = False
-        if not ok:
-            return False
+        for pid, pe in enumerate(d.producers, start=1):
+            first = pe.txn_first_offset
+            if first < 0:
+                continue
+            if pid != c.pid:
+                return False
+            epochs = {entry.epoch for entry in d.log[first:] if entry.pid == pid}
+            if state == _ONGOING:
+                # The epoch of the Ongoing record: a fence (pending, in flight or failed) has
+                # bumped only the in-memory epoch.
+                ok = part in c.partitions and epochs == {c.log_epoch}
+            elif state == _PREPARE_COMMIT or state == _PREPARE_ABORT:
+                # Its marker is still to be written, with an epoch the partition accepts: not below
+                # the transaction's (tv2: above it, KIP-890 part 2). After failed fences that kept
+                # bumping (KAFKA-9666) the marker's epoch may be several above.
+                top = max(epochs)
+                ok = part in c.pending_markers and (top < epoch if p.version == "tv2" else top <= epoch)
+            else:
+                ok = False
+            if not ok:
+                return False
     return True
 
 
@@ -134,55 +149,66 @@ def no_cross_transaction_leak(p, s) -> bool:
     a later one (KIP-890's delayed EndTxn marker).
     """
     for d in s.partitions:
-        current = 0
+        current = {}
         for entry in d.log:
+            now = current.get(entry.pid, 0)
             if entry.kind == _DATA:
-                if current == 0:
-                    current = entry.txn
-                elif entry.txn != current:
+                if now == 0:
+                    current[entry.pid] = entry.txn
+                elif entry.txn != now:
                     return False
             else:
-                if current != 0 and entry.txn != current:
+                if now != 0 and entry.txn != now:
                     return False
-                current = 0
+                current[entry.pid] = 0
     return True
 
 
-@invariant("read-committed-isolation", "a read_committed consumer sees only committed batches below the LSO, and LSO <= HW")
+@invariant("read-committed-isolation", "a read_committed consumer reads only batches whose commit the coordinator has durably decided, and never past the LSO")
 def read_committed_isolation(p, s) -> bool:
     """KIP-98 read_committed: the fetch is bounded by the LSO and aborted ranges are filtered.
 
-    The LSO comes from the producer state (first offset of the open transaction) and the
-    consumer drops the ranges of the aborted-transaction index; every batch it then returns must
-    really be closed by a COMMIT marker.
+    The LSO is the first offset of the earliest open transaction of any producer id, at most the
+    high watermark; the consumer drops the ranges of the aborted-transaction index. Every batch
+    it then returns must be closed by a COMMIT marker that the coordinator sent after its
+    PrepareCommit record was committed in the transaction log: a commit that a coordinator
+    failover or a failed append can still undo must not be visible (markers_after_commit=false
+    breaks this).
     """
     for d in s.partitions:
         log = d.log
         hw = len(log)
-        lso = d.txn_first_offset if d.txn_first_offset >= 0 else hw
-        if lso > hw:
-            return False
+        lso = hw
+        for pe in d.producers:
+            if 0 <= pe.txn_first_offset < lso:
+                lso = pe.txn_first_offset
         closing = _closing_markers(log)
-        aborted_range = False
-        start = 0
         for k in range(lso):
             entry = log[k]
             if entry.kind != _DATA:
-                start = k + 1
-                continue
-            # The aborted-transaction index: the range from the transaction's first offset to its
-            # ABORT marker; the marker is found by scanning forward from the range's start.
-            if k == start:
-                aborted_range = False
-                for j in range(k, hw):
-                    if log[j].kind != _DATA:
-                        aborted_range = log[j].kind == _ABORT
-                        break
-            if aborted_range:
                 continue
             marker = closing[k]
-            if marker is None or marker.kind != _COMMIT:
+            if marker is None:
+                return False  # an open transaction below the LSO
+            if marker.kind == _ABORT:
+                continue  # in the aborted-transaction index: filtered
+            if not marker.decided:
                 return False
+    return True
+
+
+@invariant("commit-by-own-end-txn", "a transaction commits only if its own client sent EndTxn(COMMIT) for it")
+def commit_by_own_end_txn(p, s) -> bool:
+    """KIP-890's delayed EndTxn: the coordinator decides to commit a transaction only on an
+    EndTxn(COMMIT) that its own client sent in that transaction.
+
+    Under tv1 an EndTxn(COMMIT) of transaction 1 that is delayed (the client retried and
+    succeeded) can arrive while transaction 2 of the same epoch is Ongoing, and commits it
+    although its client is still producing. KIP-890 part 2's per-transaction epoch rejects it.
+    """
+    c = s.coordinator
+    if c.state == _PREPARE_COMMIT or c.state == _COMPLETE_COMMIT:
+        return c.end_txn == c.txn
     return True
 
 
@@ -201,21 +227,92 @@ def no_duplicate_append(p, s) -> bool:
     return True
 
 
-@action_property("valid-coordinator-transitions", "the transaction coordinator moves only along TransactionMetadata's table of valid previous states")
+@action_property("valid-coordinator-transitions", "every record the transaction log gains follows TransactionMetadata's table of valid previous states")
 def valid_coordinator_transitions(p, s, label, t) -> bool:
-    """TransactionMetadata.validPreviousStates (KIP-98), with TV2's extra PrepareAbort sources.
+    """TransactionMetadata.validPreviousStates (KIP-98), with TV2's extra PrepareAbort sources,
+    checked on the committed transaction-log records (what a new coordinator would load).
 
-    PrepareEpochFence is the pending state of an Ongoing transaction (KAFKA-6119). A coordinator
-    failover reloads the transaction log, so it only drops a pending, unwritten fence.
+    The in-memory PrepareEpochFence (KAFKA-6119) is never written. A coordinator failover loads
+    the log, so only the records matter; a variant that writes a record the table forbids (an
+    InitProducerId that drops an Ongoing transaction: Ongoing -> Empty) breaks this.
     """
-    from kafkamc.spec.transactions import VALID_PREVIOUS, VALID_PREVIOUS_TV2, TxnState
+    from kafkamc.spec.transactions import VALID_PREVIOUS, VALID_PREVIOUS_TV2
 
     a, b = s.coordinator, t.coordinator
-    if a.state == b.state and a.fencing == b.fencing:
-        return True
-    if b.coordinator_epoch != a.coordinator_epoch:
-        return b.state == a.state and not b.fencing
-    before = TxnState.PrepareEpochFence if a.fencing else a.state
-    after = TxnState.PrepareEpochFence if b.fencing else b.state
+    if a.log_state == b.log_state and a.log_epoch == b.log_epoch and a.pid == b.pid:
+        if a.partitions == b.partitions or b.log_state != _ONGOING:
+            return True
     table = VALID_PREVIOUS_TV2 if p.version == "tv2" else VALID_PREVIOUS
-    return before in table[after]
+    return a.log_state in table[b.log_state]
+
+
+# -- liveness under fairness (issue 14) ------------------------------------------------------------
+# The fairness these are judged under is declared, with its reasons, on the spec class.
+
+
+def producer_awaits_epoch(p, s) -> bool:
+    """Some producer instance has not yet got a producer id and epoch from InitProducerId.
+
+    Instances start in order (instance k+1 only after instance k got its epoch), so this is the
+    first instance still NotStarted; the model answers InitProducerId in the step that sends it,
+    and an instance answered CONCURRENT_TRANSACTIONS (the coordinator is fencing its zombie's
+    transaction) stays NotStarted and retries.
+    """
+    return any(pr.state == _NOT_STARTED for pr in s.producers)
+
+
+def every_producer_has_epoch(p, s) -> bool:
+    """Every producer instance got its producer id and epoch, or the model's bound on producer ids
+    is spent: the epoch is exhausted (>= ``max_epoch - 1``) with no transaction open at the
+    coordinator and no id left to rotate to (Kafka has 2^63 ids; the model ``producer_ids``)."""
+    if not producer_awaits_epoch(p, s):
+        return True
+    c = s.coordinator
+    return (c.state in (_EMPTY, _COMPLETE_COMMIT, _COMPLETE_ABORT) and not c.fencing and not c.appending
+            and c.producer_epoch >= p.max_epoch - 1 and c.pid >= p.producer_ids)
+
+
+@liveness(
+    "init-producer-id-succeeds",
+    "a producer instance that calls initTransactions() eventually gets its producer id and epoch "
+    "(InitProducerId succeeds), however its zombie's transaction is fenced",
+)
+def init_producer_id_succeeds():
+    """KIP-98's InitProducerId, KAFKA-6119's PrepareEpochFence, KAFKA-9666 and KIP-360.
+
+    When an older instance's transaction is Ongoing, InitProducerId first fences it (a bumped
+    epoch, PrepareEpochFence, then an abort through the transaction log) and answers
+    CONCURRENT_TRANSACTIONS; the client retries until the abort is complete. Before KAFKA-9666
+    every fence whose log append failed left one more bumped epoch behind, so the retries could
+    exhaust the epoch (Short.MaxValue, ``max_epoch``): no fence is then possible, the transaction
+    is never aborted and InitProducerId never succeeds. Bound: a rotation that needs a producer id
+    beyond ``producer_ids`` counts as success.
+    """
+    return leads_to(producer_awaits_epoch, every_producer_has_epoch)
+
+
+def transaction_open(p, s) -> bool:
+    """Some data partition has an open transaction: its LSO is below its high watermark."""
+    return any(pe.txn_first_offset >= 0 for d in s.partitions for pe in d.producers)
+
+
+def no_transaction_open(p, s) -> bool:
+    """No data partition has an open transaction: every LSO equals its high watermark."""
+    return not transaction_open(p, s)
+
+
+@liveness(
+    "open-transaction-closes",
+    "every transaction open on a data partition is eventually closed by its marker, so the last stable offset "
+    "eventually reaches the high watermark (even if the producer stops)",
+)
+def open_transaction_closes():
+    """KIP-98's LSO under the coordinator's transaction timeout (transaction.timeout.ms).
+
+    The liveness form of ``lso-can-advance``: not only can the LSO advance, under fairness it
+    does, whatever the producer does, since a transaction that stays Ongoing is aborted by the
+    coordinator. A hanging transaction (KAFKA-14402, tv1) and an epoch exhausted by failed fences
+    (KAFKA-9666) break it. No bound is excused (the model's client transactions are bounded, so a
+    correct version leaves no transaction open for ever).
+    """
+    return leads_to(transaction_open, no_transaction_open)

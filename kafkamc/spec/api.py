@@ -18,10 +18,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Iterable, Iterator
 
-from kafkamc.errors import SpecRaised, UsageError
+from kafkamc.errors import MalformedSpec, SpecRaised, UsageError
 from kafkamc.invariants.api import Property, property_of
 
-__all__ = ["Param", "Params", "Spec", "Action", "action", "format_label"]
+__all__ = ["Param", "Params", "Spec", "Action", "action", "format_label", "malformed_successors", "action_failure"]
 
 Value = int | bool | str
 _TRUE = {"true", "1", "yes", "on"}
@@ -153,6 +153,45 @@ def format_label(action_name: str, label: Any) -> str:
     return f"{action_name}({label})"
 
 
+def malformed_successors(produced: Any) -> str | None:
+    """What is wrong with an action's result, or None if it is an iterable of 2-item pairs.
+
+    Only run once something failed: the engines' loops unpack the pairs without looking.
+    """
+    try:
+        items = iter(produced)
+    except TypeError:
+        return (f"returned {_short(produced)} instead of yielding (label, next_state) pairs "
+                "(an action is a generator: use yield)")
+    for item in items:
+        if isinstance(item, (tuple, list)) and len(item) == 2:
+            continue
+        if isinstance(item, str):
+            return (f"yielded the string {_short(item)} instead of a (label, next_state) pair "
+                    "(did it return a tuple instead of yielding one?)")
+        if isinstance(item, (tuple, list)):
+            return f"yielded a {type(item).__name__} of {len(item)} items instead of a (label, next_state) pair"
+        return f"yielded {_short(item)} instead of a (label, next_state) pair (a bare state needs its label)"
+    return None
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def action_failure(name: str, fn: Callable[..., Any], p: Any, state: Any, exc: BaseException) -> SpecRaised:
+    """The error to report for action ``name``, which failed on ``state`` with ``exc``: its
+    malformed output if that is what went wrong (it is pure, so it is run again), else ``exc``."""
+    try:
+        problem = malformed_successors(fn(p, state))
+    except Exception as again:
+        return SpecRaised(f"action {name}", state, again)
+    if problem is not None:
+        return SpecRaised(f"action {name}", state, MalformedSpec(problem))
+    return SpecRaised(f"action {name}", state, exc)
+
+
 _NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 
 
@@ -172,6 +211,11 @@ class Spec:
         that the trace viewer draws as one swim lane per entity (inferred when absent).
       recoverability: tuple of functions decorated with @recoverable (AG EF good-state properties,
         checked on the state graph with ``kafkamc check -r NAME``).
+      liveness: tuple of functions decorated with @liveness (temporal properties, checked on the
+        state graph under fairness with ``kafkamc check -l NAME``).
+      weak_fairness, strong_fairness: names of the actions assumed weakly / strongly fair (TLA+'s
+        WF_vars(A) / SF_vars(A)); a run may override them (``--fair``, ``--strong-fair``,
+        ``--no-fairness``).
 
     Functions (all take the resolved parameters ``p`` first; none may do I/O or use randomness):
       init_states(p) -> iterable of states (required)
@@ -189,6 +233,9 @@ class Spec:
     invariants: ClassVar[tuple[Callable[..., bool], ...]] = ()
     default_invariants: ClassVar[tuple[str, ...] | None] = None
     recoverability: ClassVar[tuple[Callable[..., bool], ...]] = ()
+    liveness: ClassVar[tuple[Callable[..., Any], ...]] = ()
+    weak_fairness: ClassVar[tuple[str, ...]] = ()
+    strong_fairness: ClassVar[tuple[str, ...]] = ()
     entities: ClassVar[dict[str, tuple[str, ...]] | None] = None
     fingerprint: ClassVar[str] = "auto"
     constraint: ClassVar[Callable[[Params, Any], bool] | None] = None
@@ -274,6 +321,19 @@ class Spec:
                 return prop
         allowed = ", ".join(p.name for p in cls.recoverability_properties()) or "none"
         raise UsageError(f"unknown recoverability property {name!r} for spec {cls.name}; allowed: {allowed}")
+
+    @classmethod
+    def liveness_properties(cls) -> tuple[Property, ...]:
+        return tuple(property_of(fn) for fn in cls.liveness)
+
+    @classmethod
+    def liveness_named(cls, name: str) -> Property:
+        for prop in cls.liveness_properties():
+            if prop.name == name:
+                return prop
+        allowed = ", ".join(p.name for p in cls.liveness_properties()) or "none"
+        raise UsageError(f"unknown liveness property {name!r} for spec {cls.name}; allowed: {allowed}"
+                         + (", all" if cls.liveness else ""))
 
     @classmethod
     def default_properties(cls) -> tuple[Property, ...]:

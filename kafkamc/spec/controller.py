@@ -72,6 +72,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from itertools import permutations, product
 
+from kafkamc.invariants.liveness import controller_eventually_elected
 from kafkamc.invariants.recoverability import controller_can_recover
 from kafkamc.invariants.controller import (
     bounded_events_counted,
@@ -194,6 +195,8 @@ class Controller(Spec):
         Param("requests", 2, "bound on control requests sent in all, duplicates included", min=1, max=8, lift=True),
         Param("in_flight", 2, "bound on control requests in flight at once", min=1, max=8),
     )
+    # brokers[b - 1] is broker b: one swim lane per broker in the viewer, b1 in traces.
+    entities = {"broker": ("brokers",)}
     invariants = (
         single_controller_per_epoch,
         controller_epoch_monotonic,
@@ -212,6 +215,14 @@ class Controller(Spec):
         elections_need_session_loss,
     )
     recoverability = (controller_can_recover,)
+    liveness = (controller_eventually_elected,)
+    # Fairness (check -l): ZooKeeper and the brokers keep working. A broker whose session expired
+    # notices (expire); a watch that fired is handled (controller_change); with /controller absent
+    # some live broker runs the election (elect); a crashed broker is restarted (restart); the
+    # network delivers what it keeps (handle_request). Failures are not fair, nothing forces them:
+    # session_expires, crash, drop_request, duplicate_request; nor are the controller's optional
+    # sends and leader elections, which the election does not wait for.
+    weak_fairness = ("elect", "controller_change", "expire", "restart", "handle_request")
     default_invariants = (
         "single-controller-per-epoch",
         "controller-epoch-monotonic",

@@ -14,12 +14,29 @@ Modelling choices (each an abstraction of time, never of a check Kafka makes):
   response may reach the leader after followers already fetched theirs. A follower's SyncGroup is
   sent once the group is Stable, which covers every order in which parked follower SyncGroups
   are answered.
-* Timers are nondeterministic: the rebalance timeout may complete a join at any time (removing
-  dynamic members that did not rejoin), and a session may expire at the coordinator at any time
-  while the consumer does not notice (a long GC pause), at most ``max_session_expiries`` times.
-  The pending-sync timer of KAFKA-12890 (a member that never sends SyncGroup is removed) is
-  covered by the same session expiry; members still to sync are those whose consumer is in
-  COMPLETING_REBALANCE.
+* Timers are nondeterministic, each its own event: the rebalance timeout may complete a join at
+  any time (removing dynamic members that did not rejoin); a session expires only for a member
+  whose heartbeats stopped, because its consumer stalled (a long GC pause, at most
+  ``max_session_expiries`` stalls; the consumer resumes once the coordinator removed it, unaware)
+  or because no consumer holds its member id any more. The pending-sync timer of KAFKA-12890
+  (2.8.1, 3.0) is separate: after CompletingRebalance began, members whose SyncGroup never
+  arrived are removed and the group rebalances, although they may still heartbeat (KAFKA-10134
+  let heartbeats through in CompletingRebalance). A follower's SyncGroup is applied once the
+  group is Stable, so until then every follower counts as not yet synced.
+  ``pending_sync_timeout=false`` is Kafka before that fix (2.7.0-2.8.0); ``sync_hangs`` lets a
+  consumer that received its JoinGroup response never send SyncGroup while its heartbeat thread
+  goes on, which then keeps the group in CompletingRebalance forever (KAFKA-12890; liveness
+  property ``group-eventually-stable``, checked under the fairness declared on ``Group``).
+* Committed offsets (``records`` per partition, ``__consumer_offsets``): a consumer processes the
+  record at its position of a partition it owns, commits its positions with OffsetCommit
+  (generation and member id checked, see ``commit_check``), and on receiving a partition starts
+  at the committed offset (OffsetFetch on assignment); a partition it keeps keeps its position.
+  ``done`` is a history variable: the highest offset ever committed per partition.
+* KAFKA-9801 (``static_rejoin=replace-2.4``, Kafka 2.4-2.5): a static member replaced during
+  CompletingRebalance gets the current generation without a rebalance, but the leader computed
+  its assignment for the member ids of its JoinGroup response, so the new id is given nothing
+  (the member is ``late``); when it replaced the leader, the new process syncs as a follower and
+  the coordinator stores an empty assignment for everybody. 2.6 rebalances instead.
 * The MEMBER_ID_REQUIRED round trip of KIP-394 (KAFKA-7824) is folded into the first JoinGroup:
   a new member gets its id in the JoinGroup response. Member ids are small ints; a fresh id is the smallest id
   that nothing in the state mentions, which is indistinguishable from a new UUID.
@@ -47,16 +64,17 @@ from itertools import permutations, product
 from kafkamc.errors import UsageError
 from kafkamc.invariants.recoverability import group_can_stabilise
 from kafkamc.invariants.group import (
-    commit_from_current_generation,
-    generation_monotonic,
+    committed_offsets_never_move_backwards,
+    group_eventually_stable,
     no_double_assignment,
     no_double_ownership,
+    no_reprocessing_of_committed_records,
+    stable_group_owns_every_partition,
     static_instance_unique,
-    valid_group_transitions,
 )
 from kafkamc.spec.api import Param, Params, Spec, action
 
-__all__ = ["Group", "GroupState", "ClientState", "Member", "Client", "Commit", "GroupModel"]
+__all__ = ["Group", "GroupState", "ClientState", "Member", "Client", "GroupModel"]
 
 
 class GroupState(IntEnum):
@@ -81,7 +99,8 @@ class ClientState(IntEnum):
     FENCED = 5
 
 
-# GroupMetadata.validPreviousStates: target state -> the states it may be entered from.
+# GroupMetadata.validPreviousStates: target state -> the states it may be entered from. Not a
+# property (it would restate the model's own transitions); tests check the model keeps to it.
 VALID_PREVIOUS_STATES: dict[GroupState, frozenset[GroupState]] = {
     GroupState.DEAD: frozenset(GroupState),
     GroupState.COMPLETING_REBALANCE: frozenset({GroupState.PREPARING_REBALANCE}),
@@ -93,7 +112,7 @@ VALID_PREVIOUS_STATES: dict[GroupState, frozenset[GroupState]] = {
 }
 
 PROTOCOLS = ("eager", "cooperative")
-STATIC_REJOIN = ("replace", "reuse")
+STATIC_REJOIN = ("replace", "replace-2.4", "reuse")
 COMMIT_CHECKS = ("generation", "none")
 COOPERATIVE_ASSIGNORS = ("safe", "unsafe")
 STICKY_CLAIMS = ("generation-aware", "raw")
@@ -122,6 +141,8 @@ class Member:
     claim_generation: int  # the generation those claims come from (-1: none)
     assignment: frozenset[int]  # what the leader's SyncGroup stored for this member, current generation
     waiter: int  # the process whose JoinGroup is parked on this member (0: not rejoined)
+    synced: bool  # its SyncGroup arrived in this generation (else it is a pending-sync member)
+    late: bool  # replaced its static predecessor in CompletingRebalance without a rebalance (KAFKA-9801)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,16 +156,9 @@ class Client:
     memo: frozenset[int]  # StickyAssignor's remembered assignment (eager user data), survives rejoins
     memo_generation: int
     pending: frozenset[int]  # AWAITING_SYNC: the assignment in the SyncGroup response in flight
-
-
-@dataclass(frozen=True, slots=True)
-class Commit:
-    """History: the last offset commit the coordinator accepted, with what it knew then."""
-
-    member_id: int  # 0: no commit accepted since the last join completion
-    generation: int  # the generation the commit carried
-    group_generation: int  # the group's generation when it was accepted
-    known_member: bool  # the member id was a member of the group when it was accepted
+    positions: frozenset[tuple[int, int]]  # (partition, next offset to process) per owned partition
+    stalled: bool  # paused (a long GC pause): sends nothing, its heartbeats stop
+    hung: bool  # its application thread stopped before SyncGroup; its heartbeat thread runs (KAFKA-12890)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,11 +168,12 @@ class GroupModel:
     leader: int  # member id of the leader, 0: none
     members: tuple[Member, ...]  # sorted by member id
     clients: tuple[Client, ...]  # process k is clients[k - 1]
-    expiries: int
-    commit: Commit
+    stalls: int  # consumer stalls so far (bounded by max_session_expiries)
+    committed: tuple[int, ...]  # __consumer_offsets: the committed offset of partition q at q - 1
+    done: tuple[int, ...]  # history: the highest offset ever committed per partition
 
 
-NO_COMMIT = Commit(0, 0, 0, False)
+POSITIONS: frozenset[tuple[int, int]] = frozenset()
 
 
 def instance_of(p: Params, k: int) -> int:
@@ -199,7 +214,6 @@ def _static_member(members: tuple[Member, ...], inst: int) -> int:
 def _fresh_id(s: GroupModel) -> int:
     used = {m.member_id for m in s.members}
     used.update(c.member_id for c in s.clients)
-    used.add(s.commit.member_id)
     i = 1
     while i in used:
         i += 1
@@ -222,11 +236,12 @@ def _prepare(g: GroupState) -> GroupState:
 def _lost(c: Client, state: ClientState, member_id: int) -> Client:
     """resetGenerationOnResponseError: the generation is gone and so are the partitions
     (onPartitionsLost, KIP-429); KAFKA-13419 keeps the member id on ILLEGAL_GENERATION."""
-    return Client(state, member_id, -1, NOTHING, c.memo, c.memo_generation, NOTHING)
+    return Client(state, member_id, -1, NOTHING, c.memo, c.memo_generation, NOTHING, POSITIONS, c.stalled, c.hung)
 
 
 def _fenced(c: Client) -> Client:
-    return Client(_FENCED, c.member_id, c.generation, c.owned, c.memo, c.memo_generation, NOTHING)
+    return Client(_FENCED, c.member_id, c.generation, c.owned, c.memo, c.memo_generation, NOTHING,
+                  c.positions, c.stalled, c.hung)
 
 
 def _without(s: GroupModel, i: int) -> list[tuple[int, tuple[Member, ...]]]:
@@ -264,7 +279,7 @@ def _validate(p: Params, s: GroupModel, k: int, c: Client, label: str):
 
 def _client(s: GroupModel, k: int, c: Client) -> GroupModel:
     return GroupModel(s.group, s.generation, s.leader, s.members, _set(s.clients, k - 1, c),
-                      s.expiries, s.commit)
+                      s.stalls, s.committed, s.done)
 
 
 def _join(p: Params, s: GroupModel, k: int, c: Client, label: str):
@@ -280,46 +295,53 @@ def _join(p: Params, s: GroupModel, k: int, c: Client, label: str):
         si = _static_member(members, inst) if inst else -1
         if si >= 0:
             old = members[si]
-            if g == _ST or p.static_rejoin == "replace":
+            if g == _ST or p.static_rejoin != "reuse":
                 # KIP-345 replaceStaticMember; KAFKA-8500 (2.4) does it in every state.
                 new_id = _fresh_id(s)
                 fence = old.waiter if old.waiter != k else 0
                 leader = new_id if s.leader == old.member_id else s.leader
-                if g == _ST:
+                if g == _ST or (g == _CR and p.static_rejoin == "replace-2.4"):
                     # No rebalance when the protocol is unchanged (KAFKA-10284 persists the new
                     # id); the new process gets the current generation, the leader skips the
-                    # assignment (KIP-814).
-                    m = Member(new_id, inst, claimed, claim_gen, old.assignment, 0)
-                    nc = Client(_C_CR, new_id, s.generation, c.owned, c.memo, c.memo_generation, NOTHING)
-                    ng = _ST
+                    # assignment (KIP-814). In 2.4-2.5 CompletingRebalance was handled the same
+                    # way, but the leader's assignment is keyed by the member ids of its
+                    # JoinGroup response, so the new id gets none (KAFKA-9801).
+                    late = g == _CR
+                    m = Member(new_id, inst, claimed, claim_gen, old.assignment, 0, not late, late)
+                    nc = Client(_C_CR, new_id, s.generation, c.owned, c.memo, c.memo_generation, NOTHING,
+                                c.positions, c.stalled, c.hung)
+                    ng = g
                 else:
                     # KAFKA-9801 (2.6): in CompletingRebalance the replacement forces a rebalance.
-                    m = Member(new_id, inst, claimed, claim_gen, old.assignment, k)
-                    nc = Client(_C_PR, 0, c.generation, c.owned, c.memo, c.memo_generation, NOTHING)
+                    m = Member(new_id, inst, claimed, claim_gen, old.assignment, k, False, False)
+                    nc = Client(_C_PR, 0, c.generation, c.owned, c.memo, c.memo_generation, NOTHING,
+                                c.positions, c.stalled, c.hung)
                     ng = _PR
                 members = tuple(sorted(_set(members, si, m), key=lambda x: x.member_id))
                 clients = _set(clients, k - 1, nc)
                 if fence:
                     clients = _set(clients, fence - 1, _fenced(clients[fence - 1]))
                 yield (f"{label} -> static member m{old.member_id} replaced by m{new_id}",
-                       GroupModel(ng, s.generation, leader, members, clients, s.expiries, s.commit))
+                       GroupModel(ng, s.generation, leader, members, clients, s.stalls, s.committed, s.done))
                 return
             # Before KAFKA-8500: outside Stable the rejoining instance takes over the old member
             # id (updateMemberAndRebalance); a parked JoinGroup of the old process is orphaned.
-            m = Member(old.member_id, inst, claimed, claim_gen, old.assignment, k)
-            nc = Client(_C_PR, 0, c.generation, c.owned, c.memo, c.memo_generation, NOTHING)
+            m = Member(old.member_id, inst, claimed, claim_gen, old.assignment, k, False, old.late)
+            nc = Client(_C_PR, 0, c.generation, c.owned, c.memo, c.memo_generation, NOTHING,
+                        c.positions, c.stalled, c.hung)
             yield (f"{label} -> static member m{old.member_id} reused",
                    GroupModel(_prepare(g), s.generation, s.leader, _set(members, si, m),
-                              _set(clients, k - 1, nc), s.expiries, s.commit))
+                              _set(clients, k - 1, nc), s.stalls, s.committed, s.done))
             return
         # A new member: addMemberAndRebalance. The first member of a leaderless group leads.
         new_id = _fresh_id(s)
-        m = Member(new_id, inst, claimed, claim_gen, NOTHING, k)
+        m = Member(new_id, inst, claimed, claim_gen, NOTHING, k, False, False)
         members = tuple(sorted(members + (m,), key=lambda x: x.member_id))
-        nc = Client(_C_PR, 0, c.generation, c.owned, c.memo, c.memo_generation, NOTHING)
+        nc = Client(_C_PR, 0, c.generation, c.owned, c.memo, c.memo_generation, NOTHING,
+                    c.positions, c.stalled, c.hung)
         yield (f"{label} -> new member m{new_id}",
                GroupModel(_prepare(g), s.generation, s.leader or new_id, members,
-                          _set(clients, k - 1, nc), s.expiries, s.commit))
+                          _set(clients, k - 1, nc), s.stalls, s.committed, s.done))
         return
     i, err = _validate(p, s, k, c, label)
     if err is not None:
@@ -329,34 +351,46 @@ def _join(p: Params, s: GroupModel, k: int, c: Client, label: str):
     same = old.claimed == claimed and old.claim_generation == claim_gen
     if g != _PR and same and not (g == _ST and s.leader == old.member_id):
         # A follower with unchanged metadata gets the current generation back, no rebalance.
-        nc = Client(_C_CR, c.member_id, s.generation, c.owned, c.memo, c.memo_generation, NOTHING)
+        nc = Client(_C_CR, c.member_id, s.generation, c.owned, c.memo, c.memo_generation, NOTHING,
+                    c.positions, c.stalled, c.hung)
         yield (f"{label} -> current generation {s.generation}", _client(s, k, nc))
         return
     # updateMemberAndRebalance: new metadata, or the leader rejoining, or a rebalance under way.
-    m = Member(old.member_id, old.instance, claimed, claim_gen, old.assignment, k)
-    nc = Client(_C_PR, c.member_id, c.generation, c.owned, c.memo, c.memo_generation, NOTHING)
+    m = Member(old.member_id, old.instance, claimed, claim_gen, old.assignment, k, False, old.late)
+    nc = Client(_C_PR, c.member_id, c.generation, c.owned, c.memo, c.memo_generation, NOTHING,
+                c.positions, c.stalled, c.hung)
     yield (f"{label} -> m{old.member_id} parked",
            GroupModel(_prepare(g), s.generation, s.leader, _set(members, i, m),
-                      _set(clients, k - 1, nc), s.expiries, s.commit))
+                      _set(clients, k - 1, nc), s.stalls, s.committed, s.done))
 
 
 def _rejoin(p: Params, s: GroupModel, k: int, c: Client, label: str):
     """REBALANCE_IN_PROGRESS: onJoinPrepare, then JoinGroup with the known member id. Eager
     members revoke every partition first; cooperative members keep them (KIP-429)."""
     if p.protocol == "eager":
-        c = Client(c.state, c.member_id, c.generation, NOTHING, c.memo, c.memo_generation, NOTHING)
+        c = Client(c.state, c.member_id, c.generation, NOTHING, c.memo, c.memo_generation, NOTHING,
+                   POSITIONS, c.stalled, c.hung)
     yield from _join(p, s, k, c, f"{label} -> REBALANCE_IN_PROGRESS; JoinGroup(c{k})")
 
 
-def _apply_assignment(p: Params, c: Client, assignment: frozenset[int]) -> Client:
+def _positions(s: GroupModel, c: Client, owned: frozenset[int]) -> frozenset[tuple[int, int]]:
+    """Positions after taking ``owned``: a partition the consumer keeps keeps its position; a new
+    one starts at the committed offset (OffsetFetch on assignment, before the first poll)."""
+    kept = {q: pos for q, pos in c.positions if q in owned}
+    return frozenset((q, kept[q] if q in kept else s.committed[q - 1]) for q in owned)
+
+
+def _apply_assignment(p: Params, s: GroupModel, c: Client, assignment: frozenset[int]) -> Client:
     """onJoinComplete. Eager: the assignment replaces everything. Cooperative (KIP-429): partitions
     no longer assigned are revoked and the member rejoins at once (requestRejoin), which starts
-    the second rebalance that hands them to their new owner."""
+    the second rebalance that hands them to their new owner. Positions: ``_positions``."""
+    positions = _positions(s, c, assignment)
     if p.protocol == "eager":
-        return Client(_C_ST, c.member_id, c.generation, assignment, assignment, c.generation, NOTHING)
+        return Client(_C_ST, c.member_id, c.generation, assignment, assignment, c.generation, NOTHING,
+                      positions, c.stalled, c.hung)
     revoked = c.owned - assignment
     state = _UNJOINED if revoked else _C_ST
-    return Client(state, c.member_id, c.generation, assignment, NOTHING, -1, NOTHING)
+    return Client(state, c.member_id, c.generation, assignment, NOTHING, -1, NOTHING, positions, c.stalled, c.hung)
 
 
 def assignments(p: Params, members: tuple[Member, ...]) -> list[tuple[frozenset[int], ...]]:
@@ -456,19 +490,25 @@ def _renamed(s: GroupModel, order: tuple[int, ...], parts: tuple[int, ...]) -> G
     clients = []
     for i in order:
         c = s.clients[i]
+        positions = frozenset((parts[q], pos) for q, pos in c.positions) if c.positions else c.positions
         clients.append(Client(c.state, rid(c.member_id), c.generation, ps(c.owned), ps(c.memo),
-                              c.memo_generation, ps(c.pending)))
+                              c.memo_generation, ps(c.pending), positions, c.stalled, c.hung))
     for m in sorted(s.members, key=lambda m: where[m.waiter - 1] if m.waiter else 0):
         rid(m.member_id)
     members = tuple(sorted(
         (Member(ids[m.member_id], m.instance, ps(m.claimed), m.claim_generation, ps(m.assignment),
-                where[m.waiter - 1] if m.waiter else 0) for m in s.members),
+                where[m.waiter - 1] if m.waiter else 0, m.synced, m.late) for m in s.members),
         key=lambda m: m.member_id,
     ))
-    cm = s.commit
-    commit = Commit(rid(cm.member_id), cm.generation, cm.group_generation, cm.known_member)
+    committed, done = s.committed, s.done
+    if parts != tuple(range(len(parts))):
+        committed, done = [0] * len(committed), [0] * len(done)
+        for q in range(1, len(parts)):
+            committed[parts[q] - 1] = s.committed[q - 1]
+            done[parts[q] - 1] = s.done[q - 1]
+        committed, done = tuple(committed), tuple(done)
     return GroupModel(s.group, s.generation, ids[s.leader] if s.leader else 0, members, tuple(clients),
-                      s.expiries, commit)
+                      s.stalls, committed, done)
 
 
 class Group(Spec):
@@ -483,14 +523,18 @@ class Group(Spec):
         Param("consumers", 2, "consumer processes subscribed to the topic", min=1, max=4),
         Param("partitions", 2, "partitions of the subscribed topic", min=1, max=4),
         Param("max_generation", 3, "join completions stop at this generation", min=1, max=8),
-        Param("max_session_expiries", 1, "sessions the coordinator may expire (zombie consumers)",
-              min=0, max=4),
+        Param("max_session_expiries", 1, "consumer stalls (long GC pauses) during which the "
+              "coordinator may expire the member's session (zombie consumers)", min=0, max=4),
+        Param("records", 1, "records per partition that consumers process and commit "
+              "(OffsetCommit/OffsetFetch; 0: offsets not modelled)", min=0, max=4),
         Param("protocol", "eager", "rebalance protocol: eager, or cooperative (KIP-429)",
               choices=PROTOCOLS),
         Param("static", 0, "consumers with a group.instance.id (KIP-345); each gets a second "
               "process with the same instance id", min=0, max=4),
-        Param("static_rejoin", "replace", "rejoin of a known instance: replace the member id "
-              "(KAFKA-8500, 2.4), or reuse it outside Stable (before 2.4)", choices=STATIC_REJOIN),
+        Param("static_rejoin", "replace", "rejoin of a known instance: replace the member id and, "
+              "in CompletingRebalance, rebalance (2.6+, KAFKA-9801's fix); replace-2.4: replace "
+              "without a rebalance in CompletingRebalance (2.4-2.5, KAFKA-9801); reuse the member "
+              "id outside Stable (before 2.4, KAFKA-8500)", choices=STATIC_REJOIN),
         Param("commit_check", "generation", "OffsetCommit validation: generation and member id, "
               "or none", choices=COMMIT_CHECKS),
         Param("cooperative_assignor", "safe", "cooperative assignor: safe (revoke, then hand "
@@ -499,38 +543,61 @@ class Group(Spec):
         Param("sticky_claims", "generation-aware", "previously owned partitions: "
               "generation-aware (KIP-341/KIP-792) or raw (before 2.3, KAFKA-7026)",
               choices=STICKY_CLAIMS),
+        Param("pending_sync_timeout", True, "the coordinator removes members whose SyncGroup did "
+              "not arrive within the rebalance timeout of CompletingRebalance although they "
+              "heartbeat (2.8.1, 3.0+: KAFKA-12890's fix); false: 2.7.0-2.8.0, where heartbeats keep "
+              "such a member and the group stays in CompletingRebalance forever (KAFKA-12890)"),
+        Param("sync_hangs", False, "a consumer may never send SyncGroup after its JoinGroup "
+              "response while its heartbeat thread keeps its session alive (the trigger of "
+              "KAFKA-12890)"),
     )
+    # clients[k - 1] is consumer process k: one swim lane per client in the viewer, c1 in traces.
+    entities = {"client": ("clients",)}
     invariants = (
         no_double_assignment,
         no_double_ownership,
-        commit_from_current_generation,
         static_instance_unique,
-        generation_monotonic,
-        valid_group_transitions,
+        stable_group_owns_every_partition,
+        committed_offsets_never_move_backwards,
+        no_reprocessing_of_committed_records,
     )
     recoverability = (group_can_stabilise,)
+    liveness = (group_eventually_stable,)
+    # Fairness (check -l): what keeps running keeps running. A live consumer that must (re)join
+    # sends JoinGroup (join_group), its heartbeat thread keeps heartbeating and so learns of a
+    # rebalance or a lost generation (heartbeat), it sends its SyncGroup (sync_group) and the
+    # network delivers the leader's SyncGroup response (receive_sync_response); a stalled or hung
+    # consumer whose member the coordinator removed comes back (resume). The coordinator's timers
+    # fire: the rebalance timeout completes a join (complete_join), an unheartbeated session
+    # expires (session_expiry), the pending-sync timer removes members whose SyncGroup never came
+    # (pending_sync_expiry). Not fair, nothing forces them: LeaveGroup, stalls and hangs before
+    # SyncGroup, group deletion, and the application's processing and commits, which a rebalance
+    # does not wait for.
+    weak_fairness = ("join_group", "heartbeat", "sync_group", "receive_sync_response", "resume",
+                     "complete_join", "session_expiry", "pending_sync_expiry")
     default_invariants = (
         "no-double-assignment",
         "no-double-ownership",
-        "commit-from-current-generation",
         "static-instance-unique",
-        "generation-monotonic",
-        "valid-group-transitions",
+        "stable-group-owns-every-partition",
+        "committed-offsets-never-move-backwards",
+        "no-reprocessing-of-committed-records",
     )
 
     def validate_params(self, p: Params) -> None:
         if p.static > p.consumers:
             raise UsageError(f"parameter static={p.static} exceeds consumers={p.consumers}; "
                              f"allowed: 0..{p.consumers}")
-        if p.static_rejoin == "reuse" and p.static == 0:
-            raise UsageError("static_rejoin=reuse needs static members; allowed: static >= 1")
+        if p.static_rejoin != "replace" and p.static == 0:
+            raise UsageError(f"static_rejoin={p.static_rejoin} needs static members; allowed: static >= 1")
         if p.cooperative_assignor == "unsafe" and p.protocol != "cooperative":
             raise UsageError("cooperative_assignor=unsafe needs protocol=cooperative")
 
     @staticmethod
     def init_states(p: Params):
-        nobody = Client(_UNJOINED, 0, -1, NOTHING, NOTHING, -1, NOTHING)
-        yield GroupModel(_E, 0, 0, (), (nobody,) * (p.consumers + p.static), 0, NO_COMMIT)
+        nobody = Client(_UNJOINED, 0, -1, NOTHING, NOTHING, -1, NOTHING, POSITIONS, False, False)
+        zero = (0,) * p.partitions
+        yield GroupModel(_E, 0, 0, (), (nobody,) * (p.consumers + p.static), 0, zero, zero)
 
     @staticmethod
     def view(p: Params, s: GroupModel) -> GroupModel:
@@ -546,9 +613,10 @@ class Group(Spec):
 
         Every invariant compares member ids only for equality, treats dynamic consumers alike and
         partitions alike; static processes keep their places (their instance ids differ). Member
-        ids are renamed in order of first mention (clients, then parked joins, then the commit
-        record), which is a bijection because fresh ids are any unused ones. The representative
-        is the renaming with the least fingerprint.
+        ids are renamed in order of first mention (clients, then parked joins, then the other
+        members), which is a bijection because fresh ids are any unused ones; offsets, positions
+        and ``done`` move with their partitions. The representative is the renaming with the
+        least fingerprint.
         """
         best = s
         best_key = None
@@ -560,6 +628,8 @@ class Group(Spec):
         return best
 
     # -- consumers -----------------------------------------------------------------------------
+    # A stalled consumer does nothing until it resumes; responses to requests it sent before the
+    # stall (parked JoinGroups) still land in its state and are acted on after it resumes.
 
     @action
     def join_group(p, s):
@@ -569,18 +639,19 @@ class Group(Spec):
         if s.group == _DEAD:
             return
         for k, c in enumerate(s.clients, 1):
-            if c.state == _UNJOINED:
+            if c.state == _UNJOINED and not c.stalled:
                 yield from _join(p, s, k, c, f"JoinGroup(c{k})")
 
     @action
     def heartbeat(p, s):
-        """Heartbeat(generation, member id): FENCED_INSTANCE_ID (KIP-345), UNKNOWN_MEMBER_ID,
-        ILLEGAL_GENERATION, or REBALANCE_IN_PROGRESS in PreparingRebalance, on which the consumer
-        rejoins. Sent in CompletingRebalance too (KAFKA-10134). NONE changes nothing."""
+        """Heartbeat(generation, member id) from the heartbeat thread (KIP-62): FENCED_INSTANCE_ID
+        (KIP-345), UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, or REBALANCE_IN_PROGRESS in
+        PreparingRebalance, on which the consumer rejoins. Sent in CompletingRebalance too
+        (KAFKA-10134). NONE changes nothing: a live consumer's session never expires."""
         if s.group == _DEAD:
             return
         for k, c in enumerate(s.clients, 1):
-            if c.state != _C_ST and c.state != _C_CR:
+            if (c.state != _C_ST and c.state != _C_CR) or c.stalled or c.hung:
                 continue
             label = f"Heartbeat(c{k})"
             i, err = _validate(p, s, k, c, label)
@@ -594,12 +665,13 @@ class Group(Spec):
     @action
     def sync_group(p, s):
         """SyncGroup(generation, member id). The leader's, in CompletingRebalance, carries the
-        assignment it computed; storing it moves the group to Stable. A follower's returns the
-        stored assignment once Stable (validateSyncGroup; KIP-345 fencing)."""
+        assignment it computed for the members of its JoinGroup response; storing it moves the
+        group to Stable. A follower's returns the stored assignment once Stable
+        (validateSyncGroup; KIP-345 fencing). Either takes the member off the pending-sync list."""
         if s.group == _DEAD:
             return
         for k, c in enumerate(s.clients, 1):
-            if c.state != _C_CR:
+            if c.state != _C_CR or c.stalled or c.hung:
                 continue
             label = f"SyncGroup(c{k})"
             i, err = _validate(p, s, k, c, label)
@@ -611,27 +683,40 @@ class Group(Spec):
             elif s.group == _PR:
                 yield from _rejoin(p, s, k, c, label)
             elif s.group == _ST:
-                a = s.members[i].assignment
-                yield f"{label} -> {bits(a)}", _client(s, k, _apply_assignment(p, c, a))
+                me = s.members[i]
+                a = me.assignment
+                members = _set(s.members, i, _synced(me, a)) if not me.synced else s.members
+                nc = _apply_assignment(p, s, c, a)
+                yield f"{label} -> {bits(a)}", GroupModel(
+                    s.group, s.generation, s.leader, members, _set(s.clients, k - 1, nc), s.stalls,
+                    s.committed, s.done)
             elif s.group == _CR and s.leader == c.member_id:
-                for a in assignments(p, s.members):
-                    members = tuple(
-                        Member(m.member_id, m.instance, m.claimed, m.claim_generation, a[j], m.waiter)
-                        for j, m in enumerate(s.members)
-                    )
-                    nc = Client(_C_AS, c.member_id, c.generation, c.owned, c.memo, c.memo_generation, a[i])
+                if s.members[i].late:
+                    # KAFKA-9801: the new process got the old leader id in its JoinGroup response,
+                    # so it syncs as a follower: the coordinator stores an empty assignment map.
+                    options = [tuple(NOTHING for _ in s.members)]
+                else:
+                    options = [tuple(NOTHING if m.late else x[j] for j, m in enumerate(s.members))
+                               for x in assignments(p, s.members)]
+                for a in options:
+                    members = tuple(_synced(m, a[j]) if j == i else
+                                    Member(m.member_id, m.instance, m.claimed, m.claim_generation, a[j],
+                                           m.waiter, m.synced, m.late)
+                                    for j, m in enumerate(s.members))
+                    nc = Client(_C_AS, c.member_id, c.generation, c.owned, c.memo, c.memo_generation, a[i],
+                                c.positions, c.stalled, c.hung)
                     shown = ", ".join(f"m{m.member_id}:{bits(a[j])}" for j, m in enumerate(s.members))
                     yield (f"{label} leader assigns {shown}",
                            GroupModel(_ST, s.generation, s.leader, members, _set(s.clients, k - 1, nc),
-                                      s.expiries, s.commit))
+                                      s.stalls, s.committed, s.done))
 
     @action
     def receive_sync_response(p, s):
         """The leader's SyncGroup response arrives; onJoinComplete applies its assignment."""
         for k, c in enumerate(s.clients, 1):
-            if c.state == _C_AS:
+            if c.state == _C_AS and not c.stalled:
                 yield (f"SyncGroupResponse(c{k}) {bits(c.pending)}",
-                       _client(s, k, _apply_assignment(p, c, c.pending)))
+                       _client(s, k, _apply_assignment(p, s, c, c.pending)))
 
     @action
     def leave_group(p, s):
@@ -640,9 +725,9 @@ class Group(Spec):
         if s.group == _DEAD:
             return
         for k, c in enumerate(s.clients, 1):
-            if instance_of(p, k) or c.member_id == 0 or c.state in (_C_PR, _C_AS, _FENCED):
+            if instance_of(p, k) or c.member_id == 0 or c.state in (_C_PR, _C_AS, _FENCED) or c.stalled or c.hung:
                 continue
-            nc = Client(_UNJOINED, 0, -1, NOTHING, c.memo, c.memo_generation, NOTHING)
+            nc = Client(_UNJOINED, 0, -1, NOTHING, c.memo, c.memo_generation, NOTHING, POSITIONS, False, False)
             i = _find(s.members, c.member_id)
             label = f"LeaveGroup(c{k}, m{c.member_id})"
             if i < 0:
@@ -651,19 +736,38 @@ class Group(Spec):
             clients = _set(s.clients, k - 1, nc)
             for leader, rest in _without(s, i):
                 yield (label + _leader_note(s, leader),
-                       GroupModel(_prepare(s.group), s.generation, leader, rest, clients, s.expiries,
-                                  s.commit))
+                       GroupModel(_prepare(s.group), s.generation, leader, rest, clients, s.stalls,
+                                  s.committed, s.done))
+
+    @action
+    def process(p, s):
+        """The consumer processes the record at its position of a partition it owns (poll, then
+        the application's work) and moves past it. A consumer that is no longer a member (its
+        session expired while it was stalled) still does until it learns so: zombie processing."""
+        if p.records == 0:
+            return
+        for k, c in enumerate(s.clients, 1):
+            if not c.positions or c.stalled or c.hung or c.state == _FENCED:
+                continue
+            for q, pos in sorted(c.positions):
+                if pos < p.records:
+                    positions = (c.positions - {(q, pos)}) | {(q, pos + 1)}
+                    nc = Client(c.state, c.member_id, c.generation, c.owned, c.memo, c.memo_generation,
+                                c.pending, positions, c.stalled, c.hung)
+                    yield f"Process(c{k}, p{q}, offset={pos})", _client(s, k, nc)
 
     @action
     def offset_commit(p, s):
-        """OffsetCommit(generation, member id) for the partitions a consumer owns. Accepted from a
-        current member with the group's generation in Stable or PreparingRebalance (so previous
-        owners commit while revoking); commit_check=none accepts anything. Rejections change
-        nothing here: the consumer learns the same from its next Heartbeat."""
-        if s.group == _DEAD:
+        """OffsetCommit(generation, member id) of the consumer's positions of the partitions it
+        owns (commitSync). Accepted from a current member with the group's generation in Stable
+        or PreparingRebalance, so previous owners commit while revoking (validateOffsetCommit:
+        UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS in CompletingRebalance);
+        commit_check=none accepts anything. Rejections change nothing here: the consumer learns
+        the same from its next Heartbeat."""
+        if s.group == _DEAD or p.records == 0:
             return
         for k, c in enumerate(s.clients, 1):
-            if not c.owned or c.state == _FENCED:
+            if not c.positions or c.state == _FENCED or c.stalled or c.hung:
                 continue
             i = _find(s.members, c.member_id)
             # A superseded static member's id is no longer a member, so i < 0 covers
@@ -672,10 +776,60 @@ class Group(Spec):
                 i < 0 or c.generation != s.generation or s.group not in (_ST, _PR)
             ):
                 continue
-            rec = Commit(c.member_id, c.generation, s.generation, i >= 0)
-            if rec != s.commit:
-                yield (f"OffsetCommit(c{k}, m{c.member_id}, generation={c.generation}) {bits(c.owned)}",
-                       GroupModel(s.group, s.generation, s.leader, s.members, s.clients, s.expiries, rec))
+            committed = list(s.committed)
+            done = list(s.done)
+            for q, pos in c.positions:
+                committed[q - 1] = pos
+                done[q - 1] = max(done[q - 1], pos)
+            committed_t = tuple(committed)
+            if committed_t != s.committed:
+                shown = ", ".join(f"p{q}@{pos}" for q, pos in sorted(c.positions))
+                yield (f"OffsetCommit(c{k}, m{c.member_id}, generation={c.generation}) {shown}",
+                       GroupModel(s.group, s.generation, s.leader, s.members, s.clients, s.stalls,
+                                  committed_t, tuple(done)))
+
+    @action
+    def stall(p, s):
+        """A consumer process pauses (a long GC pause, a frozen VM): its heartbeat thread stops
+        too, so the coordinator may expire its session. At most ``max_session_expiries`` stalls."""
+        if s.stalls >= p.max_session_expiries or s.group == _DEAD:
+            return
+        for k, c in enumerate(s.clients, 1):
+            if not c.stalled and not c.hung and c.member_id and _find(s.members, c.member_id) >= 0:
+                nc = Client(c.state, c.member_id, c.generation, c.owned, c.memo, c.memo_generation,
+                            c.pending, c.positions, True, False)
+                yield f"Stall(c{k})", GroupModel(s.group, s.generation, s.leader, s.members,
+                                                 _set(s.clients, k - 1, nc), s.stalls + 1, s.committed,
+                                                 s.done)
+
+    @action
+    def hang_before_sync(p, s):
+        """KAFKA-12890's trigger (``sync_hangs``): a consumer that received its JoinGroup response
+        never sends SyncGroup while its heartbeat thread (KIP-62) keeps heartbeating, which since
+        KAFKA-10134 (2.7) it may in CompletingRebalance. The cause is on the client (the leader's
+        application thread blocked in the assignor or a callback, a SyncGroup lost and not
+        retried) and outside the model; its consumer sends nothing else either (no LeaveGroup on
+        max.poll.interval.ms). It resumes, like a stall, once the coordinator removed its member."""
+        if not p.sync_hangs or (s.group != _CR and s.group != _ST):
+            return
+        for k, c in enumerate(s.clients, 1):
+            if c.state == _C_CR and not c.stalled and not c.hung and c.generation == s.generation:
+                i = _find(s.members, c.member_id)
+                if i >= 0 and not s.members[i].synced:
+                    nc = Client(c.state, c.member_id, c.generation, c.owned, c.memo, c.memo_generation,
+                                c.pending, c.positions, False, True)
+                    yield f"HangBeforeSync(c{k}, m{c.member_id})", _client(s, k, nc)
+
+    @action
+    def resume(p, s):
+        """The stalled (or hung) consumer resumes, unaware of what happened meanwhile. Only once
+        the coordinator has removed its member: a stall that outlasts nothing is just a slow
+        consumer, which every interleaving already covers."""
+        for k, c in enumerate(s.clients, 1):
+            if (c.stalled or c.hung) and _find(s.members, c.member_id) < 0:
+                nc = Client(c.state, c.member_id, c.generation, c.owned, c.memo, c.memo_generation,
+                            c.pending, c.positions, False, False)
+                yield f"Resume(c{k})", _client(s, k, nc)
 
     # -- coordinator ---------------------------------------------------------------------------
 
@@ -684,7 +838,8 @@ class Group(Spec):
         """onCompleteJoin: all members rejoined, or the rebalance timeout expired, which removes
         the dynamic members that did not rejoin (static ones stay, KIP-345). initNextGeneration:
         generation + 1, CompletingRebalance (Empty without members); a joined member leads if the
-        leader did not rejoin (maybeElectNewJoinedLeader). Every parked JoinGroup is answered."""
+        leader did not rejoin (maybeElectNewJoinedLeader). Every parked JoinGroup is answered, and
+        every member is pending sync (KAFKA-12890)."""
         if s.group != _PR or s.generation >= p.max_generation:
             return
         gen = s.generation + 1
@@ -692,7 +847,7 @@ class Group(Spec):
         timeout = " (rebalance timeout)" if len(keep) < len(s.members) else ""
         if not keep:
             yield (f"CompleteJoin(generation={gen}) -> Empty{timeout}",
-                   GroupModel(_E, gen, 0, (), s.clients, s.expiries, NO_COMMIT))
+                   GroupModel(_E, gen, 0, (), s.clients, s.stalls, s.committed, s.done))
             return
         joined = [m.member_id for m in keep if m.waiter]
         if not joined:
@@ -701,33 +856,64 @@ class Group(Spec):
         for m in keep:
             if m.waiter:
                 c = clients[m.waiter - 1]
-                clients[m.waiter - 1] = Client(_C_CR, m.member_id, gen, c.owned, c.memo, c.memo_generation, NOTHING)
+                clients[m.waiter - 1] = Client(_C_CR, m.member_id, gen, c.owned, c.memo, c.memo_generation,
+                                               NOTHING, c.positions, c.stalled, c.hung)
         clients_t = tuple(clients)
-        members = tuple(Member(m.member_id, m.instance, m.claimed, m.claim_generation, NOTHING, 0)
+        members = tuple(Member(m.member_id, m.instance, m.claimed, m.claim_generation, NOTHING, 0, False, False)
                         for m in keep)
         leaders = [s.leader] if s.leader in joined else joined
         for leader in leaders:
             yield (f"CompleteJoin(generation={gen}, leader=m{leader}){timeout}",
-                   GroupModel(_CR, gen, leader, members, clients_t, s.expiries, NO_COMMIT))
+                   GroupModel(_CR, gen, leader, members, clients_t, s.stalls, s.committed, s.done))
 
     @action
     def session_expiry(p, s):
-        """onExpireHeartbeat: the coordinator drops a member whose session timed out; the consumer
-        (paused) does not know yet. A member with a parked JoinGroup is kept alive."""
-        if s.expiries >= p.max_session_expiries or s.group == _DEAD:
+        """onExpireHeartbeat: the coordinator drops a member whose heartbeats stopped: its consumer
+        is stalled, or no consumer holds its member id any more. A member with a parked JoinGroup
+        is kept alive."""
+        if s.group == _DEAD:
             return
         for i, m in enumerate(s.members):
             if m.waiter:
                 continue
+            if any(c.member_id == m.member_id and c.state != _FENCED and not c.stalled for c in s.clients):
+                continue
             for leader, rest in _without(s, i):
                 yield (f"SessionExpiry(m{m.member_id})" + _leader_note(s, leader),
                        GroupModel(_prepare(s.group), s.generation, leader, rest, s.clients,
-                                  s.expiries + 1, s.commit))
+                                  s.stalls, s.committed, s.done))
+
+    @action
+    def pending_sync_expiry(p, s):
+        """KAFKA-12890 (2.8.1, 3.0): the rebalance timeout after CompletingRebalance began expires
+        with members that never sent SyncGroup (though they may heartbeat); they are removed and
+        the group rebalances. Heartbeats no longer keep such a member (KAFKA-10134 let them).
+        ``pending_sync_timeout=false`` is 2.7.0-2.8.0, before the fix: only the session timeout
+        watches CompletingRebalance, and heartbeats reset it, so a member whose SyncGroup never
+        comes keeps the group in CompletingRebalance forever (KAFKA-12890)."""
+        if not p.pending_sync_timeout or (s.group != _CR and s.group != _ST):
+            return
+        pending = [m for m in s.members if not m.synced and not m.waiter]
+        if not pending:
+            return
+        rest = tuple(m for m in s.members if m.synced or m.waiter)
+        gone = ", ".join(f"m{m.member_id}" for m in pending)
+        if s.leader in {m.member_id for m in rest} or not rest:
+            leaders = [s.leader if rest else 0]
+        else:
+            leaders = [m.member_id for m in rest]
+        for leader in leaders:
+            yield (f"PendingSyncExpiry({gone})" + _leader_note(s, leader),
+                   GroupModel(_PR, s.generation, leader, rest, s.clients, s.stalls, s.committed, s.done))
 
     @action
     def delete_group(p, s):
         """DeleteGroups (or offset expiry) of an Empty group that has had members: Dead is final
         (the group at generation 0 stands for one no consumer has created yet)."""
         if s.group == _E and s.generation > 0:
-            yield "DeleteGroup -> Dead", GroupModel(_DEAD, s.generation, 0, (), s.clients, s.expiries,
-                                                    s.commit)
+            yield "DeleteGroup -> Dead", GroupModel(_DEAD, s.generation, 0, (), s.clients, s.stalls,
+                                                    s.committed, s.done)
+
+
+def _synced(m: Member, assignment: frozenset[int]) -> Member:
+    return Member(m.member_id, m.instance, m.claimed, m.claim_generation, assignment, m.waiter, True, m.late)

@@ -7,7 +7,8 @@ import importlib.util
 import os
 import sys
 
-from kafkamc.errors import UsageError
+from kafkamc.errors import SpecLoadError, UsageError
+from kafkamc.invariants.api import property_of
 from kafkamc.spec.api import Spec
 
 __all__ = ["BUNDLED", "bundled_names", "load_spec_class", "build_spec", "select_properties"]
@@ -18,6 +19,7 @@ BUNDLED: dict[str, str] = {
     "replication": "kafkamc.spec.replication:Replication",
     "transactions": "kafkamc.spec.transactions:Transactions",
     "group": "kafkamc.spec.group:Group",
+    "group-kip848": "kafkamc.spec.group_kip848:GroupKip848",
 }
 
 
@@ -45,19 +47,52 @@ def _import(target: str, shown: str) -> type[Spec]:
     module_name, _, attr = target.partition(":")
     if not module_name or not attr:
         raise UsageError(f"spec reference {shown!r} must look like package.module:ClassName")
+    if module_name.startswith("."):
+        raise UsageError(f"spec reference {shown!r} is relative; name the module absolutely, "
+                         "as package.module:ClassName")
     if os.getcwd() not in sys.path and "" not in sys.path:
         # A console script does not put the working directory on sys.path; `python -m` does.
         sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise UsageError(f"cannot import module {module_name!r} for spec {shown!r}: {exc}") from None
+    except ModuleNotFoundError as exc:
+        if exc.name and (module_name == exc.name or module_name.startswith(exc.name + ".")):
+            raise UsageError(f"cannot import module {module_name!r} for spec {shown!r}: {exc}") from None
+        # The module exists but imports something that does not.
+        raise SpecLoadError(f"cannot import module {module_name!r} for spec {shown!r}: "
+                            f"{type(exc).__name__}: {exc}") from None
+    except (Exception, SystemExit) as exc:
+        # The user's module itself is broken (a syntax error, an exception at import time).
+        raise SpecLoadError(f"cannot import module {module_name!r} for spec {shown!r}: "
+                            f"{type(exc).__name__}: {exc}") from None
     cls = getattr(module, attr, None)
     if cls is None:
         raise UsageError(f"module {module_name!r} has no attribute {attr!r} (spec {shown!r})")
     if not (isinstance(cls, type) and issubclass(cls, Spec)):
         raise UsageError(f"{shown!r} is not a kafkamc Spec subclass")
+    _check_class(cls, shown)
     return cls
+
+
+def _check_class(cls: type[Spec], shown: str) -> None:
+    """What can be told wrong about a spec class without running it: cheap, once per load."""
+    if cls is Spec:
+        raise UsageError(f"{shown!r} is the abstract base class kafkamc.Spec; name a subclass of it")
+    if cls.init_states is Spec.init_states:
+        raise UsageError(f"spec {shown!r} defines no init_states(p); a spec needs its initial states")
+    for attr in ("invariants", "recoverability"):
+        listed = getattr(cls, attr)
+        if not isinstance(listed, (tuple, list)):
+            raise UsageError(f"spec {shown!r}: {attr} must be a tuple of decorated functions, "
+                             f"not {type(listed).__name__}")
+        for fn in listed:
+            try:
+                property_of(fn)
+            except TypeError:
+                name = getattr(fn, "__qualname__", None) or repr(fn)
+                decorators = "@recoverable" if attr == "recoverability" else "@invariant or @action_property"
+                raise UsageError(f"spec {shown!r}: {attr} lists {name}, which is not decorated with "
+                                 f"{decorators}") from None
 
 
 def build_spec(ref: str, assignments: list[str] | dict[str, object] = ()) -> Spec:
@@ -73,7 +108,14 @@ def build_spec(ref: str, assignments: list[str] | dict[str, object] = ()) -> Spe
         if name in values:
             raise UsageError(f"parameter {name!r} given twice for spec {cls.name}")
         values[name] = params[name].parse(raw) if isinstance(raw, str) else params[name].validate(raw)
-    return cls(**values)
+    try:
+        return cls(**values)
+    except UsageError:
+        raise
+    except Exception as exc:
+        # validate_params is the user's code; anything but UsageError is still a bad input.
+        raise SpecLoadError(f"spec {cls.name} ({cls.__module__}:{cls.__qualname__}): validate_params raised "
+                            f"{type(exc).__name__}: {exc}") from None
 
 
 def _split(assignments: list[str]) -> list[tuple[str, str]]:
