@@ -115,7 +115,7 @@ def _cmd_infer(args: argparse.Namespace, cls: Any, spec: Any, props: Any, lifted
                    CTI_FOUND: f"not proved: {', '.join(res.dropped_targets)} not implied by the inferred invariants",
                    UNKNOWN: "unknown: " + ("the domain is left (type-ok)" if res.last and any(
                        q.invariant == "type-ok" and q.verdict != PROVED for q in res.last.queries)
-                       else "a query was open")}[res.result]
+                       else "a query was open (a time or path limit; see --timeout)")}[res.result]
         print(outcome)
         print(f"{res.generated} candidates, {res.mined} true on {res.mine_states} states, {len(res.inferred)} inductive; "
               f"{res.rounds} rounds {list(res.round_sizes)}, {res.seconds:.1f} s")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import operator
 import re
 import time
 from collections import deque
@@ -100,7 +101,7 @@ def _vocabulary(states: Sequence[Any]) -> tuple[list[tuple[str, str, Any]], dict
     entity_fields: dict[str, list[tuple[str, str, Any]]] = {}
     for path, _ in ents:
         for st in states:
-            coll = eval("lambda s: " + path)(st)  # noqa: S307 - our own generated path
+            coll = operator.attrgetter(path[2:])(st)
             if coll and dataclasses.is_dataclass(coll[0]):
                 elem: list[tuple[str, str, Any]] = []
                 _record_fields(coll[0], "e", elem, None)  # type: ignore[arg-type]
@@ -273,10 +274,14 @@ def infer(
         sizes.append(len(members))
         last = prove(spec, members, lifted=lifted, timeout=timeout, workers=workers, search=False)
         failed = {q.invariant for q in last.queries if q.verdict != PROVED}
-        if TYPE_OK in failed:
-            # The domain is left under the current set; dropping members only weakens it further.
-            return InferResult(UNKNOWN, tuple(target_names), generated, len(cands), nstates,
-                               tuple(by_name[m.name] for m in members if m.name in by_name), tuple(dropped_targets),
+        if TYPE_OK in failed or any(q.verdict == UNKNOWN for q in last.queries):
+            # The domain is left under the current set (dropping members only weakens it further),
+            # or a limit left a query open: dropping on an unknown would throw away every member
+            # of that action, so the run stops as unknown instead.
+            # Nothing is known inductive then: no member is reported as inferred.
+            say(f"round {rounds}: {len(members)} members, stopped: " + ("type-ok" if TYPE_OK in failed else "unknown"))
+            return InferResult(UNKNOWN, tuple(t.name for t in targets), generated, len(cands), nstates,
+                               (), tuple(dropped_targets),
                                rounds, round(time.perf_counter() - started, 3), last, tuple(sizes))
         say(f"round {rounds}: {len(members)} members, {len(failed)} not inductive ({last.seconds:.1f} s)")
         if not failed:
