@@ -92,13 +92,16 @@ def _record_fields(value: Any, prefix: str, out: list[tuple[str, str, Any]],
             entities.append((path, v))
 
 
-def _vocabulary(states: Sequence[Any]) -> tuple[list[tuple[str, str, Any]], dict[str, list[tuple[str, str, Any]]]]:
-    """Global scalars and, per entity collection, the scalars of one element (from any reached state
-    where the collection is non-empty; enums list every value of their class)."""
+def _vocabulary(states: Sequence[Any]) -> tuple[list[tuple[str, str, Any]], dict[str, list[tuple[str, str, Any]]],
+                                                list[str]]:
+    """Global scalars, per entity collection the scalars of one element (from any reached state
+    where the collection is non-empty; enums list every value of their class), and the id sets
+    (tuples of ints)."""
     glob: list[tuple[str, str, Any]] = []
     ents: list[tuple[str, Any]] = []
     _record_fields(states[0], "s", glob, ents)
     entity_fields: dict[str, list[tuple[str, str, Any]]] = {}
+    sets: list[str] = []
     for path, _ in ents:
         for st in states:
             coll = operator.attrgetter(path[2:])(st)
@@ -107,7 +110,10 @@ def _vocabulary(states: Sequence[Any]) -> tuple[list[tuple[str, str, Any]], dict
                 _record_fields(coll[0], "e", elem, None)  # type: ignore[arg-type]
                 entity_fields[path] = elem
                 break
-    return glob, entity_fields
+            if coll and _scalar_kind(coll[0]) == "int":
+                sets.append(path)
+                break
+    return glob, entity_fields, sets
 
 
 def _enum_atoms(path: str, value: Any) -> list[str]:
@@ -129,13 +135,16 @@ def _int_atoms(left: list[str], right: list[str], same: bool) -> list[str]:
 
 
 def _templates(states: Sequence[Any]) -> tuple[list[str], dict[str, type]]:
-    glob, entity_fields = _vocabulary(states)
+    glob, entity_fields, sets = _vocabulary(states)
     names: dict[str, type] = {}
     for _, kind, v in glob + [x for fs in entity_fields.values() for x in fs]:
         if kind == "enum":
             names[type(v).__name__] = type(v)
     gints = [p for p, k, _ in glob if k == "int"]
     exprs = _int_atoms(gints, gints, True) + _int_atoms(gints, ["0"], False)
+    for i, a in enumerate(sets):  # membership of an id in an id set, inclusion between id sets
+        exprs += [f"{x} in {a}" for x in gints] + [f"{x} == 0 or {x} in {a}" for x in gints]
+        exprs += [f"all(i in {b} for i in {a})" for j, b in enumerate(sets) if j != i]
     for path, fields in entity_fields.items():
         var = path.rsplit(".", 1)[1][0]
         if var in ("s", "p"):
@@ -162,7 +171,7 @@ def _templates(states: Sequence[Any]) -> tuple[list[str], dict[str, type]]:
 
 def _kebab(expr: str) -> str:
     text = expr
-    for op, word in (("<=", " le "), ("==", " eq "), ("!=", " ne "), (">=", " ge ")):
+    for op, word in (("<=", " le "), ("==", " eq "), ("!=", " ne "), (">=", " ge "), (" in ", " in-set ")):
         text = text.replace(op, word)
     text = re.sub(r"\ball\(|\bfor \w+ in\b|\bif\b|\bs\.|\b[a-z]\.", " ", text)
     words = re.findall(r"[A-Za-z0-9]+", text.replace("_", " "))
