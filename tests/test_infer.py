@@ -120,6 +120,7 @@ def test_entity_templates_guarded_by_enum_and_bool_fields():
     exprs = {c.expr for c in cands}
     assert "all(b.epoch <= s.controller_epoch for b in s.brokers)" in exprs
     assert any(e.startswith("all(b.active_controller == 0 for b in s.brokers if not b.up") for e in exprs)
+    assert "s.partition.leader == 0 or s.partition.leader in s.partition.isr" in exprs
 
 
 def test_cli_infer(capsys):
