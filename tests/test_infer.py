@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pytest
 
 from kafkamc import Spec, action, invariant
-from kafkamc.prover import CTI_FOUND, PROVED, UNKNOWN, prove
+from kafkamc.prover import CTI_FOUND, PROVED, prove
 from kafkamc.prover.infer import _reached, infer, mine, python_source
 from kafkamc.spec import domain as d
 from kafkamc.spec.api import Param
@@ -141,5 +141,7 @@ def test_controller_defaults_with_inferred_invariants():
     from kafkamc.spec.controller import Controller
 
     spec = Controller(brokers=2)
-    res = infer(spec, spec.default_properties(), workers=2)
-    assert res.result in (PROVED, CTI_FOUND, UNKNOWN) and res.mined > 0
+    res = infer(spec, spec.default_properties(), workers=2, timeout=3600)
+    # Measured: no template says what the broker named by s.controller holds, so controller_change
+    # breaks single-controller-per-epoch already in the first round (see docs/prove.md).
+    assert res.result == CTI_FOUND and "single-controller-per-epoch" in res.dropped_targets
