@@ -16,6 +16,7 @@ from kafkamc.cli.output import file_part, write_counterexample
 from kafkamc.counterexamples.proof import cti_check_result, proof_to_json, render_proof
 from kafkamc.errors import UsageError
 from kafkamc.prover import CTI_FOUND, DEFAULT_TIMEOUT, PROVED, UNKNOWN, liftable, prove
+from kafkamc.prover.infer import infer, python_source
 from kafkamc.spec.registry import build_spec, load_spec_class, select_properties
 
 __all__ = ["register", "EXIT_FOR_PROOF"]
@@ -53,6 +54,9 @@ def register(subparsers: Any) -> None:
     cmd.add_argument("--workers", type=int, default=None, metavar="N",
                      help="processes (default: the cores available); results do not depend on it")
     cmd.add_argument("--progress", action="store_true", help="print a line per action on stderr as it completes")
+    cmd.add_argument("--infer", action="store_true",
+                     help="mine candidate invariants from a bounded run and keep the largest inductive subset "
+                          "with the given ones (Houdini); prints the inferred invariants as Python")
     cmd.set_defaults(run=_cmd_prove)
 
 
@@ -71,6 +75,8 @@ def _cmd_prove(args: argparse.Namespace) -> int:
     props = select_properties(cls, args.invariant)
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers {args.workers}: allowed: a positive integer")
+    if args.infer:
+        return _cmd_infer(args, cls, spec, props, lifted)
     show = args.progress or (sys.stderr.isatty() and not args.json)
     result = prove(spec, props, lifted=lifted, timeout=args.timeout, workers=args.workers,
                    progress=_print_progress if show else None)
@@ -92,3 +98,37 @@ def _cmd_prove(args: argparse.Namespace) -> int:
         for path in written:
             print(f"written to {path}")
     return EXIT_FOR_PROOF[result.result]
+
+
+def _cmd_infer(args: argparse.Namespace, cls: Any, spec: Any, props: Any, lifted: tuple[str, ...]) -> int:
+    quiet = args.json
+    res = infer(spec, props, lifted=lifted, timeout=args.timeout, workers=args.workers,
+                progress=None if quiet else print)
+    summary = {
+        "spec": cls.name, "result": res.result, "targets": list(res.targets),
+        "candidates_generated": res.generated, "candidates_mined": res.mined, "mine_states": res.mine_states,
+        "rounds": res.rounds, "round_sizes": list(res.round_sizes), "dropped_targets": list(res.dropped_targets),
+        "inferred": [{"name": c.name, "expr": c.expr} for c in res.inferred], "seconds": res.seconds,
+        "proof": proof_to_json(res.last) if res.last is not None else None,
+    }
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, f"{file_part(cls.name)}.infer.json"), "w", encoding="utf-8") as fh:
+            json.dump(summary, fh, indent=1)
+            fh.write("\n")
+    if quiet:
+        print(json.dumps(summary))
+    else:
+        if res.last is not None and res.result != PROVED:
+            print(render_proof(res.last, entities=getattr(cls, "entities", None)))
+        kept = ", ".join(res.targets)
+        outcome = {PROVED: f"proved: {kept} inductive with {len(res.inferred)} inferred invariants",
+                   CTI_FOUND: f"not proved: {', '.join(res.dropped_targets)} not implied by the inferred invariants",
+                   UNKNOWN: "unknown: " + ("the domain is left (type-ok)" if res.last and any(
+                       q.invariant == "type-ok" and q.verdict != PROVED for q in res.last.queries)
+                       else "a query was open (a time or path limit; see --timeout)")}[res.result]
+        print(outcome)
+        print(f"{res.generated} candidates, {res.mined} true on {res.mine_states} states, {len(res.inferred)} inductive; "
+              f"{res.rounds} rounds {list(res.round_sizes)}, {res.seconds:.1f} s")
+        print(python_source(res), end="")
+    return EXIT_FOR_PROOF[res.result]
