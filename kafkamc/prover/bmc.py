@@ -122,6 +122,7 @@ class _Shape:
     expand: z3.BoolRef  # the constraint (True without one)
     template: Any  # the symbolic state of fresh variables the formulas speak of
     succs: list[tuple[z3.BoolRef, int, list[z3.ExprRef]]] | None = None  # (condition, shape, leaves)
+    step: tuple[z3.BoolRef, tuple[int, ...]] | None = None  # transition formula, target shapes
 
 
 class _Unroller:
@@ -201,6 +202,32 @@ class _Unroller:
         return succs
 
 
+def _step(un: _Unroller, index: int) -> tuple[z3.BoolRef, tuple[int, ...]]:
+    """Shape ``index``'s transition relation as one formula over its template (the pre-state),
+    ``_NEXT_SEL`` and each target shape's ``_next_vars`` (the post-state), built once: a step
+    substitutes it in one call."""
+    sh = un.shapes[index]
+    if sh.step is not None:
+        return sh.step
+    moves = []
+    targets: list[int] = []
+    for pc, target, terms in un.successors(index):
+        if target not in targets:
+            targets.append(target)
+        dst = _next_vars(un, target)
+        moves.append(z3.And([pc, _NEXT_SEL == target] + [d == t for d, t in zip(dst, terms)]))
+    sh.step = (z3.And(sh.facts, sh.expand, z3.Or(moves)), tuple(targets))
+    return sh.step
+
+
+_NEXT_SEL = z3.Int("next.shape")
+
+
+def _next_vars(un: _Unroller, index: int) -> list[z3.ExprRef]:
+    sh = un.shapes[index]
+    return [z3.Const(f"next{index}.{i}", leaf.sort()) for i, leaf in enumerate(sh.leaves)]
+
+
 def _subst(formula: z3.ExprRef, sh: _Shape, vars_: list[z3.ExprRef]) -> z3.ExprRef:
     if not sh.leaves:
         return formula
@@ -272,9 +299,8 @@ def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: floa
                     state = _state(un, model, k, sel, vars_at)
                     raise SymbolicUnsupported(
                         f"bmc: a state reachable in {k} steps is outside spec {spec.name}'s domain(p): {state!r}")
-            bad = z3.Or([z3.And(sel[k] == i, z3.And(_subst(un.shapes[i].facts, un.shapes[i], vars_at(k, i))),
-                                fast_not(z3.And([_subst(f, un.shapes[i], vars_at(k, i))
-                                                 for f in un.shapes[i].props])))
+            bad = z3.Or([z3.And(sel[k] == i, _subst(z3.And(un.shapes[i].facts, fast_not(z3.And(un.shapes[i].props))),
+                                                    un.shapes[i], vars_at(k, i)))
                          for i in present])
             model = solve(bad)
             if isinstance(model, z3.CheckSatResult):
@@ -291,13 +317,11 @@ def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: floa
             steps = []
             for i in present:
                 sh = un.shapes[i]
-                src = vars_at(k, i)
-                moves = []
-                for pc, target, terms in un.successors(i):
-                    dst = vars_at(k + 1, target)
-                    eqs = [d == _subst(t, sh, src) for d, t in zip(dst, terms)]
-                    moves.append(z3.And([_subst(pc, sh, src), sel[k + 1] == target] + eqs))
-                steps.append(z3.And(sel[k] == i, _subst(sh.facts, sh, src), _subst(sh.expand, sh, src), z3.Or(moves)))
+                formula, targets = _step(un, i)
+                pairs = list(zip(sh.leaves, vars_at(k, i))) + [(_NEXT_SEL, sel[k + 1])]
+                for t in targets:
+                    pairs.extend(zip(_next_vars(un, t), vars_at(k + 1, t)))
+                steps.append(z3.And(sel[k] == i, z3.substitute(formula, *pairs)))
             main.add(z3.Or(steps))
     except (SolverUnknown, PathLimit) as exc:
         return _incomplete(spec, props, started, reached, f"{exc}", un)
