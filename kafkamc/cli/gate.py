@@ -29,7 +29,12 @@ from typing import Any, Sequence
 
 from kafkamc.checker.watch import stop_reason
 from kafkamc.result import DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult
+from kafkamc.counterexamples.proof import cti_check_result, proof_to_json, render_proof
 from kafkamc.counterexamples.render import render_summary, render_trace, result_to_json
+from kafkamc.cli.gate_prove import (
+    PROOF_EXPECTATIONS, PROOF_ONLY_KEYS, evaluate_proof, proof_expectation, proof_options, proof_verdict, run_proof,
+)
+from kafkamc.prover.result import ProofResult
 from kafkamc.errors import EngineError, KafkamcError, SpecLoadError, UsageError
 from kafkamc.invariants.api import Property
 from kafkamc.spec.api import Spec
@@ -44,7 +49,7 @@ __all__ = [
 
 CONFIG_FILE = "kafkamc.toml"
 PYPROJECT = "pyproject.toml"
-EXPECTATIONS = ("hold", "violate")
+EXPECTATIONS = ("hold", "violate", "proved", "cti")
 ENGINES = ("local", "spark")
 JSON_SCHEMA = 1
 
@@ -73,6 +78,8 @@ _CHECK_KEYS: dict[str, tuple[type, ...]] = {
     "distinct_states": (int,),
     "depth": (int,),
     "allow_incomplete": (bool,),
+    "reachable": (bool,),  # expect = "cti" only
+    "timeout": (int, float),  # seconds per action's queries, proof checks only
 }
 # Keys a [defaults] table may set for every check (a check's own value wins).
 _DEFAULT_KEYS = (
@@ -212,15 +219,26 @@ class Check:
     distinct_states: int | None = None
     depth: int | None = None
     allow_incomplete: bool = False
+    reachable: bool | None = None  # expect = "cti"
+    timeout: float | None = None  # proof checks
+    given_params: tuple[str, ...] = ()  # the params set in the config (a proof lifts the other bounds)
+
+    @property
+    def is_proof(self) -> bool:
+        return self.expect in PROOF_EXPECTATIONS
 
     @property
     def expectation_short(self) -> str:
         """``hold`` or ``violate [invariant]``: what the one-line report shows."""
+        if self.is_proof:
+            return proof_expectation(self)
         return "hold" if self.expect == "hold" else "violate" + (f" {self.violated}" if self.violated else "")
 
     @property
     def expectation(self) -> str:
         """Short text of what is expected, e.g. ``violate strong-isr, trace<=9``."""
+        if self.is_proof:
+            return proof_expectation(self)
         if self.expect == "hold":
             text = "hold" + (" (bounded ok)" if self.allow_incomplete else "")
         else:
@@ -350,7 +368,7 @@ def _check_type(src: _Source, path: tuple[str, ...], key: str, value: Any) -> No
     ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
     if not ok:
         names = " or ".join({"str": "a string", "int": "an integer", "bool": "true or false",
-                             "dict": "a table", "list": "an array"}[t.__name__] for t in types)
+                             "dict": "a table", "list": "an array", "float": "a number"}[t.__name__] for t in types)
         raise src.error(f"{key} = {value!r} has the wrong type; allowed: {names}", *path)
     if isinstance(value, int) and not isinstance(value, bool) and value > _MAX_INT:
         raise src.error(f"{key} is too large; allowed: at most {_MAX_INT:,}", *path)
@@ -385,6 +403,14 @@ def _load_check(src: _Source, name: str, body: dict[str, Any], defaults: dict[st
     expect = merged["expect"]
     if expect not in EXPECTATIONS:
         raise err(f"expect = {expect!r} is not allowed; allowed: {', '.join(EXPECTATIONS)}", "expect")
+    reachable, timeout = None, None
+    if expect in PROOF_EXPECTATIONS:
+        reachable, timeout = proof_options(merged, body, err)
+    else:
+        for key in PROOF_ONLY_KEYS:
+            if key in body:
+                raise err(f"{key} applies only to expect = \"proved\" or \"cti\" (a proof)", key)
+            merged.pop(key, None)
     if expect == "hold":
         for key in ("violated", "max_trace_length"):
             if key in merged:
@@ -515,6 +541,7 @@ def _load_check(src: _Source, name: str, body: dict[str, Any], defaults: dict[st
         max_states=merged.get("max_states"), symmetry=symmetry, deadlock=deadlock, violated=violated,
         max_trace_length=merged.get("max_trace_length"), distinct_states=merged.get("distinct_states"),
         depth=merged.get("depth"), allow_incomplete=merged.get("allow_incomplete", False),
+        reachable=reachable, timeout=timeout, given_params=tuple(params),
     )
 
 
@@ -594,6 +621,7 @@ class Outcome:
     problems: list[str] = field(default_factory=list)
     error: str | None = None
     files: list[str] = field(default_factory=list)
+    proof: ProofResult | None = None  # a proof check's result (``result`` is then its CTI as a violation, if any)
 
     @property
     def met(self) -> bool:
@@ -604,6 +632,8 @@ class Outcome:
         """What the engine said, short: ``ok``, ``violation strong-isr (9 states)``, ``incomplete``."""
         if self.status == SKIPPED:
             return "skipped"
+        if self.proof is not None:
+            return proof_verdict(self.proof)
         if self.result is None:
             return "error"
         r = self.result
@@ -701,6 +731,8 @@ def run_check(check: Check) -> Outcome:
     started = time.perf_counter()
     if check.load_error is not None:
         return Outcome(check, ERROR, None, 0.0, error=check.load_error)
+    if check.is_proof:
+        return _run_proof_check(check, started)
     try:
         result = _explore(check)
     except KafkamcError as exc:
@@ -718,6 +750,21 @@ def run_check(check: Check) -> Outcome:
     if result.result == INCOMPLETE and result.reason in ("interrupted", "terminated"):
         problems.insert(0, "interrupted (Ctrl-C)" if result.reason == "interrupted" else "terminated (SIGTERM or SIGHUP)")
     return Outcome(check, FAIL if problems else PASS, result, seconds, problems=problems)
+
+
+def _run_proof_check(check: Check, started: float) -> Outcome:
+    try:
+        proof = run_proof(check)
+    except KafkamcError as exc:  # a construct the executor refuses, a soundness error: an error, never a verdict
+        return Outcome(check, ERROR, None, time.perf_counter() - started,
+                       error=f"{type(exc).__name__}: {printable(str(exc))}")
+    except Exception as exc:
+        tb = traceback.format_exc(limit=-3)
+        return Outcome(check, ERROR, None, time.perf_counter() - started,
+                       error=f"{type(exc).__name__}: {exc}\n{tb}")
+    problems = evaluate_proof(check, proof)
+    return Outcome(check, FAIL if problems else PASS, cti_check_result(proof), time.perf_counter() - started,
+                   problems=problems, proof=proof)
 
 
 def write_counterexamples(outcome: Outcome, out_dir: str) -> list[str]:
@@ -765,6 +812,10 @@ def _line(outcome: Outcome, width: int, ewidth: int) -> str:
     c = outcome.check
     label = {PASS: "PASS", FAIL: "FAIL", ERROR: "ERROR", SKIPPED: "SKIP"}[outcome.status]
     states = f"{outcome.result.distinct_states:>9,}" if outcome.result is not None else f"{'-':>9}"
+    if outcome.proof is not None:
+        states = f"{len(outcome.proof.queries):>9,}"
+        return (f"{label:<5} {c.name:<{width}}  {c.expectation_short:<{ewidth}} -> {outcome.verdict:<{vwidth}} "
+                f"{states} queries {outcome.seconds:5.1f} s")
     return (f"{label:<5} {c.name:<{width}}  {c.expectation_short:<{ewidth}} -> {outcome.verdict:<{vwidth}} "
             f"{states} states {outcome.seconds:6.1f} s")
 
@@ -784,7 +835,9 @@ def _details(outcome: Outcome) -> str:
     parts.append(f"check {c.name}: spec {c.spec_ref}, expect {c.expectation}")
     if c.description:
         parts.append(c.description)
-    if outcome.result is not None:
+    if outcome.proof is not None:
+        parts.append(render_proof(outcome.proof, entities=getattr(type(c.spec), "entities", None)))
+    elif outcome.result is not None:
         parts.append(render_summary(outcome.result))
         notes = _recoverability_notes(outcome.result)
         if (outcome.result.extra or {}).get("checker") == "liveness":
@@ -877,7 +930,8 @@ def _outcome_json(o: Outcome) -> dict[str, Any]:
         "met": o.met,
         "message": o.message or None,
         "seconds": round(o.seconds, 3),
-        "result": _result_json(o.result),
+        "result": proof_to_json(o.proof) if o.proof is not None else _result_json(o.result),
+        **({"reachable": c.reachable, "timeout": c.timeout} if c.is_proof else {}),
         "files": o.files,
     }
 

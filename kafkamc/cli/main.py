@@ -37,6 +37,7 @@ COMMAND_MODULES = (
     "kafkamc.cli.trace",
     "kafkamc.cli.simulate",
     "kafkamc.cli.graph",
+    "kafkamc.cli.bmc",
     "kafkamc.cli.prove",
 )
 

@@ -1,0 +1,79 @@
+"""``kafkamc bmc``: symbolic bounded model checking, a shortest violation within K steps.
+
+Exit codes as ``check``: 1 a violation (printed and written as ``check`` does, replayable with
+``kafkamc trace replay``); 4 none within the depth (a bounded result, never "ok"); 2 bad input;
+3 a spec function the symbolic executor cannot run (naming the construct) or an internal disagreement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from kafkamc.cli.check import EXIT_FOR_RESULT
+from kafkamc.counterexamples.render import render_summary, render_trace, result_to_json
+from kafkamc.errors import UsageError
+from kafkamc.prover.bmc import bmc
+from kafkamc.spec.registry import build_spec, select_properties
+from kafkamc.terminal import printable_lines
+
+__all__ = ["register"]
+
+
+def _depth(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: allowed: a non-negative integer")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: allowed: a positive number of seconds")
+    return value
+
+
+def register(subparsers: Any) -> None:
+    cmd = subparsers.add_parser(
+        "bmc", help="symbolic bounded model checking: a shortest violation within --depth steps (Z3)")
+    cmd.add_argument("spec", help="a bundled spec name (see 'kafkamc list') or module:Class")
+    cmd.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
+                     help="set a parameter (repeatable)")
+    cmd.add_argument("-i", "--invariant", action="append", required=True, metavar="NAME",
+                     help="an invariant to check (repeatable; 'all' for every one)")
+    cmd.add_argument("--depth", type=_depth, required=True, metavar="K",
+                     help="most steps from an initial state (a trace has at most K+1 states)")
+    cmd.add_argument("--timeout", type=_seconds, default=3600.0, metavar="S",
+                     help="time limit in seconds (default 3600); beyond it the result is incomplete")
+    cmd.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout (as check)")
+    cmd.set_defaults(run=_cmd_bmc)
+
+
+def _cmd_bmc(args: argparse.Namespace) -> int:
+    spec = build_spec(args.spec, args.param)
+    props = select_properties(type(spec), args.invariant)
+    if not props:
+        raise UsageError("bmc needs at least one invariant (-i NAME)")
+    result = bmc(spec, props, args.depth, timeout=args.timeout)
+    if ":" in args.spec:
+        import dataclasses
+
+        result = dataclasses.replace(result, extra={**result.extra, "spec_ref": args.spec})
+    if args.json:
+        print(json.dumps(result_to_json(result)))
+    else:
+        print(printable_lines(render_summary(result)))
+        if result.trace is None:
+            print(f"no violation within {args.depth} steps (bounded: deeper states were not explored)")
+        else:
+            print()
+            print(printable_lines(render_trace(result)))
+    return EXIT_FOR_RESULT[result.result]
