@@ -269,3 +269,20 @@ def test_cli_exit_codes_and_json(capsys, tmp_path):
     assert main(["prove", "provespecs:Lagging", "-i", "nope"]) == 2
     assert main(["prove", "provespecs:Lagging", "-i", "y-non-negative", "--timeout", "0.000001"]) == 4
     assert "unknown" in capsys.readouterr().out
+
+
+def test_sigterm_during_symbolic_execution_ends_the_proof_as_terminated():
+    """The engines' signal handler runs inside the frame it interrupts; the guard against global
+    reads must not mistake it for spec code (it once reported a read of its bookkeeping)."""
+    import signal
+    import subprocess
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kafkamc", "prove", "controller", "-p", "brokers=2", "-i", "single-controller-per-epoch",
+         "--workers", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(4)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 4, (out, err)
+    assert "cannot execute symbolically" not in err and "terminated" in err
