@@ -36,10 +36,15 @@ The parameter ``fencing`` selects the generation of Kafka:
 Abstractions, each chosen because it removes states without removing a behaviour the four
 properties can observe:
 
-- Election is one atomic step in every variant: the 2.1+ ``registerControllerAndIncrementControllerEpoch``
-  multi (create ``/controller`` and set ``/controller_epoch`` to e+1 at zkVersion v). Reading
-  ``/controller_epoch`` before the multi is folded in, because a multi that lost the race fails
-  its version check and the loser only re-reads ``/controller``.
+- With ``election=multi`` (default) election is one atomic step whatever ``fencing``: the 2.1+
+  ``registerControllerAndIncrementControllerEpoch`` multi (create ``/controller`` and set
+  ``/controller_epoch`` to e+1 at zkVersion v). Reading ``/controller_epoch`` before the multi is
+  folded in, because a multi that lost the race fails its version check and the loser only
+  re-reads ``/controller``. ``election=two-step`` is Kafka before 2.1 (KAFKA-6082): create
+  ``/controller``, then, in a later step that ignores the session, read and conditionally bump
+  ``/controller_epoch``; a bump after a stale read fails and only the successful one is modelled.
+  It is a flag of its own rather than implied by ``fencing`` so that the pinned counts of every
+  ``fencing`` stay what they were.
 - A controller's read of the partition state and its conditional write are one step: a write that
   fails the partition zkVersion check is retried after a re-read (``updateLeaderAndIsr``), so
   only the last, successful attempt matters.
@@ -50,7 +55,8 @@ properties can observe:
 - A crash closes the broker's session at once (a dead process neither writes nor sends while
   ZooKeeper waits for the session timeout) and drops the requests in flight to it (its
   connections close; since KIP-380, Kafka 2.2, a request addressed to an earlier incarnation is
-  also rejected by its broker epoch). A restarted broker starts with empty in-memory state, so
+  also rejected by its broker epoch). With ``broker_epoch=False`` (before KIP-380) they are kept
+  and delivered to the broker once it has restarted. A restarted broker starts with empty in-memory state, so
   its highest seen controller epoch restarts at 0, as ``ReplicaManager.controllerEpoch`` does.
 - The controller's choice of a new leader is any live (session at ZooKeeper) ISR member other
   than the current leader, and the new ISR is the live members of the old one
@@ -196,8 +202,8 @@ class Controller(Spec):
               "multi: /controller is created and /controller_epoch bumped in one ZooKeeper multi "
               "(registerControllerAndIncrementControllerEpoch, KAFKA-6082, Kafka 2.1+); two-step: "
               "/controller is created first and /controller_epoch read and bumped in a later step "
-              "(Kafka < 2.1), so a broker whose session expired in between bumps the epoch of "
-              "another broker's /controller",
+              "(Kafka < 2.1), so a broker whose session expired in between still bumps the epoch "
+              "without owning /controller",
               choices=("multi", "two-step")),
         Param("broker_epoch", True,
               "KIP-380 (Kafka 2.2): control requests carry the broker epoch of the incarnation "
