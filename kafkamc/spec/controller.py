@@ -492,7 +492,9 @@ class Controller(Spec):
             rest = bag[:k] + bag[k + 1:]
             i = r.dest
             b = s.brokers[i - 1]
-            if not b.up:  # broker_epoch=False: waits for the restart
+            # broker_epoch=False: a request to a crashed broker waits for the restart (with the
+            # flag on, a crash drops them, so every request is to a running broker).
+            if not p.broker_epoch and not b.up:
                 continue
             stale = r.controller_epoch < b.seen_controller_epoch
             if stale and p.fencing != "none":
