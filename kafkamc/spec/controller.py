@@ -279,7 +279,10 @@ class Controller(Spec):
                 epoch_zk_version=ty.Int(0), context_leader_epoch=leader_epoch, seen_controller_epoch=epoch,
                 leader_epoch=leader_epoch), n),
             in_flight=ty.Bag(ty.Record(Request, kind=ty.Enum(Kind), dest=ty.Int(1, n), controller_epoch=epoch,
-                                     leader_epoch=leader_epoch, old_incarnation=ty.Bool()), p.in_flight),
+                                     leader_epoch=leader_epoch,
+                                     # Only broker_epoch=False ever marks a request.
+                                     old_incarnation=ty.Const(False) if p.broker_epoch else ty.Bool()),
+                             p.in_flight),
             sent=ty.Int(0, p.requests),
             expiries=ty.Int(0, p.expiries),
             crashes=ty.Int(0, p.crashes),
