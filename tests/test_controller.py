@@ -47,7 +47,7 @@ FAILOVER = ("Elect(b1, epoch=1)", "SessionExpired(b1)", "Elect(b2, epoch=2)")
 def test_defaults_and_default_invariants():
     spec = Controller()
     assert spec.p.as_dict() == {
-        "fencing": "zkversion", "brokers": 3, "elections": 2, "expiries": 1, "crashes": 0,
+        "fencing": "zkversion", "election": "multi", "broker_epoch": True, "brokers": 3, "elections": 2, "expiries": 1, "crashes": 0,
         "leader_epochs": 1, "requests": 2, "in_flight": 2,
     }
     assert tuple(pr.name for pr in Controller.default_properties()) == ALL

@@ -13,6 +13,8 @@ __all__ = [
     "controller_epoch_monotonic",
     "no_stale_request_applied",
     "zk_writes_fenced",
+    "controller_epoch_bumped_by_owner",
+    "requests_reach_their_incarnation",
     "controller_epoch_zk_version_in_step",
     "controller_context_epoch_in_step",
     "controller_epochs_not_ahead",
@@ -70,6 +72,38 @@ def zk_writes_fenced(p, s) -> bool:
     """Fenced ZooKeeper writes (KAFKA-6082): a controller whose epoch is no longer /controller_epoch's
     never changes the partition state. The spec records such a write in ``unfenced_write``."""
     return not s.unfenced_write
+
+
+@action_property(
+    "controller-epoch-bumped-by-owner",
+    "/controller_epoch is raised only by the broker that owns /controller, which then holds the new epoch",
+)
+def controller_epoch_bumped_by_owner(p, s, label, t) -> bool:
+    """The controller epoch names the broker registered in /controller: brokers and ZooKeeper fence
+    by the epoch alone, so a broker that bumps it without owning /controller passes every check
+    (STALE_CONTROLLER_EPOCH, the partition znode's controller epoch, even KAFKA-6082's CheckOp on
+    the epoch zkVersion) and fences out the registered controller. Kafka before 2.1 created
+    /controller and bumped the epoch in two ZooKeeper writes, so a broker whose session expired in
+    between still bumps it; ``registerControllerAndIncrementControllerEpoch`` (KAFKA-6082) made
+    them one multi."""
+    if t.controller_epoch <= s.controller_epoch:
+        return True
+    c = t.controller
+    return c != 0 and t.brokers[c - 1].epoch == t.controller_epoch
+
+
+@invariant(
+    "requests-reach-their-incarnation",
+    "no control request addressed to an earlier incarnation of a broker can reach the running broker",
+)
+def requests_reach_their_incarnation(p, s) -> bool:
+    """KIP-380 (Kafka 2.2): a LeaderAndIsr, UpdateMetadata or StopReplica meant for a broker that has
+    since bounced must not be applied by the new incarnation, whose state the controller has not
+    yet decided (the request may, say, make it follow a leader or stop a replica on the strength of
+    what the old incarnation had). The broker epoch in each request lets the broker reject it;
+    without it nothing tells the new incarnation the request was not meant for it."""
+    brokers = s.brokers
+    return not any(r.old_incarnation and brokers[r.dest - 1].up for r in s.in_flight)
 
 
 # -- Auxiliary invariants: what makes the four claims above inductive (``kafkamc prove``) --------

@@ -36,10 +36,15 @@ The parameter ``fencing`` selects the generation of Kafka:
 Abstractions, each chosen because it removes states without removing a behaviour the four
 properties can observe:
 
-- Election is one atomic step in every variant: the 2.1+ ``registerControllerAndIncrementControllerEpoch``
-  multi (create ``/controller`` and set ``/controller_epoch`` to e+1 at zkVersion v). Reading
-  ``/controller_epoch`` before the multi is folded in, because a multi that lost the race fails
-  its version check and the loser only re-reads ``/controller``.
+- With ``election=multi`` (default) election is one atomic step whatever ``fencing``: the 2.1+
+  ``registerControllerAndIncrementControllerEpoch`` multi (create ``/controller`` and set
+  ``/controller_epoch`` to e+1 at zkVersion v). Reading ``/controller_epoch`` before the multi is
+  folded in, because a multi that lost the race fails its version check and the loser only
+  re-reads ``/controller``. ``election=two-step`` is Kafka before 2.1 (KAFKA-6082): create
+  ``/controller``, then, in a later step that ignores the session, read and conditionally bump
+  ``/controller_epoch``; a bump after a stale read fails and only the successful one is modelled.
+  It is a flag of its own rather than implied by ``fencing`` so that the pinned counts of every
+  ``fencing`` stay what they were.
 - A controller's read of the partition state and its conditional write are one step: a write that
   fails the partition zkVersion check is retried after a re-read (``updateLeaderAndIsr``), so
   only the last, successful attempt matters.
@@ -50,7 +55,8 @@ properties can observe:
 - A crash closes the broker's session at once (a dead process neither writes nor sends while
   ZooKeeper waits for the session timeout) and drops the requests in flight to it (its
   connections close; since KIP-380, Kafka 2.2, a request addressed to an earlier incarnation is
-  also rejected by its broker epoch). A restarted broker starts with empty in-memory state, so
+  also rejected by its broker epoch). With ``broker_epoch=False`` (before KIP-380) they are kept
+  and delivered to the broker once it has restarted. A restarted broker starts with empty in-memory state, so
   its highest seen controller epoch restarts at 0, as ``ReplicaManager.controllerEpoch`` does.
 - The controller's choice of a new leader is any live (session at ZooKeeper) ISR member other
   than the current leader, and the new ISR is the live members of the old one
@@ -77,6 +83,7 @@ from kafkamc.invariants.recoverability import controller_can_recover
 from kafkamc.invariants.controller import (
     bounded_events_counted,
     controller_context_epoch_in_step,
+    controller_epoch_bumped_by_owner,
     controller_epoch_monotonic,
     controller_epoch_zk_version_in_step,
     controller_epochs_not_ahead,
@@ -87,6 +94,7 @@ from kafkamc.invariants.controller import (
     no_stale_request_applied,
     partition_epoch_in_step,
     requests_only_to_running_brokers,
+    requests_reach_their_incarnation,
     single_controller_per_epoch,
     zk_writes_fenced,
 )
@@ -119,6 +127,9 @@ class Request:
     dest: int
     controller_epoch: int
     leader_epoch: int
+    # Sent to an incarnation of ``dest`` that has since crashed; only with broker_epoch=False
+    # (with it a crash drops such requests, so the field stays False and adds no states).
+    old_incarnation: bool = False
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -187,6 +198,18 @@ class Controller(Spec):
               "(Kafka < 2.1); zkversion: also ZooKeeper writes checked on /controller_epoch's "
               "zkVersion (KAFKA-6082, Kafka 2.1+)",
               choices=("none", "epoch", "zkversion")),
+        Param("election", "multi",
+              "multi: /controller is created and /controller_epoch bumped in one ZooKeeper multi "
+              "(registerControllerAndIncrementControllerEpoch, KAFKA-6082, Kafka 2.1+); two-step: "
+              "/controller is created first and /controller_epoch read and bumped in a later step "
+              "(Kafka < 2.1), so a broker whose session expired in between still bumps the epoch "
+              "without owning /controller",
+              choices=("multi", "two-step")),
+        Param("broker_epoch", True,
+              "KIP-380 (Kafka 2.2): control requests carry the broker epoch of the incarnation "
+              "they are addressed to, so a restarted broker rejects those sent to its earlier "
+              "incarnation; off: a request in flight to a broker that crashes is delivered to it "
+              "after it restarts"),
         Param("brokers", 3, "number of brokers; every broker is a replica of the partition", min=2, max=5),
         Param("elections", 2, "bound on controller elections (the highest /controller_epoch)", min=1, max=6, lift=True),
         Param("expiries", 1, "bound on ZooKeeper session expiries", min=0, max=4, lift=True),
@@ -202,6 +225,8 @@ class Controller(Spec):
         controller_epoch_monotonic,
         no_stale_request_applied,
         zk_writes_fenced,
+        controller_epoch_bumped_by_owner,
+        requests_reach_their_incarnation,
         # Auxiliary invariants for ``kafkamc prove`` (not defaults; each holds under ``check`` too).
         controller_epoch_zk_version_in_step,
         controller_context_epoch_in_step,
@@ -222,7 +247,7 @@ class Controller(Spec):
     # network delivers what it keeps (handle_request). Failures are not fair, nothing forces them:
     # session_expires, crash, drop_request, duplicate_request; nor are the controller's optional
     # sends and leader elections, which the election does not wait for.
-    weak_fairness = ("elect", "controller_change", "expire", "restart", "handle_request")
+    weak_fairness = ("elect", "increment_epoch", "controller_change", "expire", "restart", "handle_request")
     default_invariants = (
         "single-controller-per-epoch",
         "controller-epoch-monotonic",
@@ -254,7 +279,10 @@ class Controller(Spec):
                 epoch_zk_version=ty.Int(0), context_leader_epoch=leader_epoch, seen_controller_epoch=epoch,
                 leader_epoch=leader_epoch), n),
             in_flight=ty.Bag(ty.Record(Request, kind=ty.Enum(Kind), dest=ty.Int(1, n), controller_epoch=epoch,
-                                     leader_epoch=leader_epoch), p.in_flight),
+                                     leader_epoch=leader_epoch,
+                                     # Only broker_epoch=False ever marks a request.
+                                     old_incarnation=ty.Const(False) if p.broker_epoch else ty.Bool()),
+                             p.in_flight),
             sent=ty.Int(0, p.requests),
             expiries=ty.Int(0, p.expiries),
             crashes=ty.Int(0, p.crashes),
@@ -267,8 +295,14 @@ class Controller(Spec):
     @action
     def elect(p, s):
         """``KafkaController.elect``: /controller is absent, so a live broker creates it and bumps
-        the epoch in one multi (``registerControllerAndIncrementControllerEpoch``)."""
+        the epoch in one multi (``registerControllerAndIncrementControllerEpoch``).
+
+        With election=two-step (Kafka < 2.1) this step only creates the ephemeral /controller;
+        the epoch is bumped by a later ``increment_epoch``."""
         if s.controller != NONE or s.controller_epoch >= p.elections:
+            return
+        if p.election == "two-step":
+            yield from _create_controller(s)
             return
         epoch = s.controller_epoch + 1
         version = s.controller_epoch_zk_version + 1
@@ -279,6 +313,32 @@ class Controller(Spec):
                 nb = Broker(True, Session.LIVE, i, epoch, version, le, b.seen_controller_epoch, b.leader_epoch)
                 yield f"Elect(b{i}, epoch={epoch})", ControllerState(
                     i, epoch, version, s.partition, _set(s.brokers, i - 1, nb), s.in_flight,
+                    s.sent, s.expiries, s.crashes, s.stale_applied, s.unfenced_write)
+
+    @action
+    def increment_epoch(p, s):
+        """election=two-step only (Kafka < 2.1): a broker that created /controller and has no
+        epoch yet runs ``onControllerFailover``: it reads /controller_epoch and writes e+1
+        conditioned on the zkVersion it read (``incrementControllerEpoch``), then reads the
+        partition state into its context.
+
+        The read and the conditional write are one step: a write after a stale read fails its
+        version check, and only the last successful attempt matters. The step does not look at
+        the broker's session: its ZooKeeper client has re-established a new session before the
+        event thread processes ``Expire``, so a broker whose session expired after it created
+        /controller (and which therefore no longer owns it) still bumps the epoch. KAFKA-6082
+        (Kafka 2.1) removed that window by making creation and bump one multi.
+        """
+        if p.election != "two-step" or s.controller_epoch >= p.elections:
+            return
+        epoch = s.controller_epoch + 1
+        version = s.controller_epoch_zk_version + 1
+        le = s.partition.leader_epoch
+        for i, b in enumerate(s.brokers, 1):
+            if b.up and b.active_controller == i and b.epoch == 0:
+                nb = Broker(True, b.session, i, epoch, version, le, b.seen_controller_epoch, b.leader_epoch)
+                yield f"IncrementControllerEpoch(b{i}, epoch={epoch})", ControllerState(
+                    s.controller, epoch, version, s.partition, _set(s.brokers, i - 1, nb), s.in_flight,
                     s.sent, s.expiries, s.crashes, s.stale_applied, s.unfenced_write)
 
     @action
@@ -329,16 +389,25 @@ class Controller(Spec):
     @action
     def crash(p, s):
         """A broker process dies: its session closes, its in-memory state is lost, and the
-        requests in flight to it are lost with its connections."""
+        requests in flight to it are lost with its connections.
+
+        With broker_epoch=False (before KIP-380) they are kept, marked as addressed to the
+        incarnation that crashed, and delivered once the broker restarts: a controller that has
+        not yet processed the broker's bounce resends on a new connection, and the new
+        incarnation cannot tell the request was not meant for it."""
         if s.crashes >= p.crashes:
             return
         for i, b in enumerate(s.brokers, 1):
             if b.up:
+                if p.broker_epoch:
+                    bag = tuple(r for r in s.in_flight if r.dest != i)
+                else:
+                    bag = tuple(sorted(r if r.dest != i else Request(r.kind, i, r.controller_epoch, r.leader_epoch, True)
+                                       for r in s.in_flight))
                 yield f"Crash(b{i})", ControllerState(
                     NONE if s.controller == i else s.controller, s.controller_epoch,
                     s.controller_epoch_zk_version, s.partition, _set(s.brokers, i - 1, _DOWN),
-                    tuple(r for r in s.in_flight if r.dest != i), s.sent, s.expiries, s.crashes + 1,
-                    s.stale_applied, s.unfenced_write)
+                    bag, s.sent, s.expiries, s.crashes + 1, s.stale_applied, s.unfenced_write)
 
     @action
     def restart(p, s):
@@ -426,6 +495,10 @@ class Controller(Spec):
             rest = bag[:k] + bag[k + 1:]
             i = r.dest
             b = s.brokers[i - 1]
+            # broker_epoch=False: a request to a crashed broker waits for the restart (with the
+            # flag on, a crash drops them, so every request is to a running broker).
+            if not p.broker_epoch and not b.up:
+                continue
             stale = r.controller_epoch < b.seen_controller_epoch
             if stale and p.fencing != "none":
                 yield f"Reject{_describe(r)}: STALE_CONTROLLER_EPOCH", \
@@ -493,9 +566,22 @@ class Controller(Spec):
 def _describe(r: Request, sender: int = NONE) -> str:
     """``LeaderAndIsr(b2, controllerEpoch=1, leaderEpoch=1)``, ``UpdateMetadata(b1 -> b2, controllerEpoch=1)``."""
     dest = f"b{r.dest}" if sender == NONE else f"b{sender} -> b{r.dest}"
+    if r.old_incarnation:
+        dest += " (earlier incarnation)"
     if r.kind == Kind.LEADER_AND_ISR:
         return f"LeaderAndIsr({dest}, controllerEpoch={r.controller_epoch}, leaderEpoch={r.leader_epoch})"
     return f"UpdateMetadata({dest}, controllerEpoch={r.controller_epoch})"
+
+
+def _create_controller(s: ControllerState):
+    """The first step of the pre-2.1 election: a live broker creates the ephemeral /controller
+    and knows itself controller, with no epoch yet (it acts only once ``increment_epoch`` ran)."""
+    for i, b in enumerate(s.brokers, 1):
+        if b.up and b.session == Session.LIVE:
+            nb = Broker(True, Session.LIVE, i, 0, 0, 0, b.seen_controller_epoch, b.leader_epoch)
+            yield f"CreateController(b{i})", ControllerState(
+                i, s.controller_epoch, s.controller_epoch_zk_version, s.partition, _set(s.brokers, i - 1, nb),
+                s.in_flight, s.sent, s.expiries, s.crashes, s.stale_applied, s.unfenced_write)
 
 
 def _send(p, s, kind: Kind):
@@ -557,7 +643,8 @@ def _rename(s: ControllerState, order: tuple[int, ...]) -> ControllerState:
         PartitionState(new[part.leader], part.leader_epoch, tuple(sorted(new[r] for r in part.isr)),
                        part.controller_epoch, part.zk_version),
         tuple(brokers),
-        tuple(sorted(Request(r.kind, new[r.dest], r.controller_epoch, r.leader_epoch) for r in s.in_flight)),
+        tuple(sorted(Request(r.kind, new[r.dest], r.controller_epoch, r.leader_epoch, r.old_incarnation)
+                     for r in s.in_flight)),
         s.sent, s.expiries, s.crashes, s.stale_applied, s.unfenced_write)
 
 
@@ -565,7 +652,8 @@ def _base(s: ControllerState, i: int) -> tuple:
     b = s.brokers[i - 1]
     return (b.up, b.session, b.epoch, b.epoch_zk_version, b.context_leader_epoch, b.seen_controller_epoch,
             b.leader_epoch, s.controller == i, s.partition.leader == i, i in s.partition.isr,
-            tuple(sorted((r.kind, r.controller_epoch, r.leader_epoch) for r in s.in_flight if r.dest == i)))
+            tuple(sorted((r.kind, r.controller_epoch, r.leader_epoch, r.old_incarnation)
+                         for r in s.in_flight if r.dest == i)))
 
 
 def canonical(s: ControllerState) -> ControllerState:
