@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import multiprocessing
 import resource
+import signal
 import time
 from typing import Callable, Iterable, Sequence
 
@@ -46,6 +47,14 @@ def _jobs(spec: Spec, props: Sequence[Property]) -> list[Job]:
 def _run(index: int) -> tuple[tuple[QueryResult, ...], tuple[RawCti, ...]]:
     spec, jobs, props, lifted, timeout, max_paths = _WORK  # type: ignore[misc]
     return run_query(spec, jobs[index], props, lifted, timeout, max_paths)
+
+
+def _worker_signals() -> None:
+    """A pool worker leaves Ctrl-C to the parent and dies quietly on the SIGTERM with which the pool
+    is closed: the engines' stop handler it inherits would print a traceback from every worker."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def _cpu() -> float:
@@ -98,7 +107,7 @@ def prove(
                 if progress:
                     progress(outcomes[-1][0])
         else:
-            with multiprocessing.get_context("fork").Pool(workers) as pool:
+            with multiprocessing.get_context("fork").Pool(workers, initializer=_worker_signals) as pool:
                 for outcome in pool.imap(_run, range(len(jobs)), chunksize=1):
                     outcomes.append(outcome)
                     if progress:
