@@ -11,6 +11,7 @@ import argparse
 import json
 from typing import Any
 
+from kafkamc.cli.args import int_at_least, seconds
 from kafkamc.cli.check import EXIT_FOR_RESULT
 from kafkamc.counterexamples.render import render_summary, render_trace, result_to_json
 from kafkamc.errors import UsageError
@@ -21,26 +22,6 @@ from kafkamc.terminal import printable_lines
 __all__ = ["register"]
 
 
-def _depth(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: allowed: a non-negative integer")
-    return value
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: allowed: a positive number of seconds")
-    return value
-
-
 def register(subparsers: Any) -> None:
     cmd = subparsers.add_parser(
         "bmc", help="symbolic bounded model checking: a shortest violation within --depth steps (Z3)")
@@ -49,9 +30,9 @@ def register(subparsers: Any) -> None:
                      help="set a parameter (repeatable)")
     cmd.add_argument("-i", "--invariant", action="append", required=True, metavar="NAME",
                      help="an invariant to check (repeatable; 'all' for every one)")
-    cmd.add_argument("--depth", type=_depth, required=True, metavar="K",
+    cmd.add_argument("--depth", type=int_at_least(0), required=True, metavar="K",
                      help="most steps from an initial state (a trace has at most K+1 states)")
-    cmd.add_argument("--timeout", type=_seconds, default=3600.0, metavar="S",
+    cmd.add_argument("--timeout", type=seconds, default=3600.0, metavar="S",
                      help="time limit in seconds (default 3600); beyond it the result is incomplete")
     cmd.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout (as check)")
     cmd.set_defaults(run=_cmd_bmc)

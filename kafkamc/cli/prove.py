@@ -12,6 +12,7 @@ import os
 import sys
 from typing import Any
 
+from kafkamc.cli.args import seconds
 from kafkamc.cli.output import file_part, write_counterexample
 from kafkamc.counterexamples.proof import cti_check_result, proof_to_json, render_proof
 from kafkamc.errors import UsageError
@@ -22,16 +23,6 @@ from kafkamc.spec.registry import build_spec, load_spec_class, select_properties
 __all__ = ["register", "EXIT_FOR_PROOF"]
 
 EXIT_FOR_PROOF = {PROVED: 0, CTI_FOUND: 1, UNKNOWN: 4}
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be positive")
-    return value
 
 
 def register(subparsers: Any) -> None:
@@ -48,7 +39,7 @@ def register(subparsers: Any) -> None:
                      help="write the result JSON and, for a CTI, its trace (kafkamc JSON and ITF) to DIR")
     cmd.add_argument("--html", nargs="?", const="", default=None, metavar="FILE",
                      help="for a CTI, write the HTML trace viewer")
-    cmd.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT, metavar="S",
+    cmd.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT, metavar="S",
                      help=f"time limit per action's queries, in seconds (default {DEFAULT_TIMEOUT:g}); "
                           "beyond it the queries are unknown")
     cmd.add_argument("--workers", type=int, default=None, metavar="N",
