@@ -87,6 +87,21 @@ def static_instance_unique(p, s) -> bool:
     return True
 
 
+def _owned_once_reconciled(s) -> set[int] | None:
+    """The partitions the members' consumers own, or None while some member has no consumer in
+    STABLE with the group's generation (its assignment is still on its way)."""
+    owned: set[int] = set()
+    for m in s.members:
+        found = False
+        for c in s.clients:
+            if c.member_id == m.member_id and c.state == _CLIENT_STABLE and c.generation == s.generation:
+                owned.update(c.owned)
+                found = True
+        if not found:
+            return None
+    return owned
+
+
 @invariant(
     "stable-group-owns-every-partition",
     "once the group is Stable and every member's consumer has its assignment, every partition is consumed",
@@ -98,16 +113,8 @@ def stable_group_owns_every_partition(p, s) -> bool:
     KAFKA-9801 breaks it: a static member replaced during CompletingRebalance gets nothing."""
     if s.group != _STABLE:
         return True
-    owned: set[int] = set()
-    for m in s.members:
-        found = False
-        for c in s.clients:
-            if c.member_id == m.member_id and c.state == _CLIENT_STABLE and c.generation == s.generation:
-                owned.update(c.owned)
-                found = True
-        if not found:
-            return True
-    return len(owned) == p.partitions
+    owned = _owned_once_reconciled(s)
+    return owned is None or len(owned) == p.partitions
 
 
 @action_property(
@@ -162,16 +169,8 @@ def group_settled(p, s) -> bool:
         return s.generation >= p.max_generation
     if s.group != _STABLE or not s.members:
         return False
-    owned: set[int] = set()
-    for m in s.members:
-        found = False
-        for c in s.clients:
-            if c.member_id == m.member_id and c.state == _CLIENT_STABLE and c.generation == s.generation:
-                owned.update(c.owned)
-                found = True
-        if not found:
-            return False
-    return len(owned) == p.partitions
+    owned = _owned_once_reconciled(s)
+    return owned is not None and len(owned) == p.partitions
 
 
 @liveness(

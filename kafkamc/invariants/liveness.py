@@ -12,22 +12,16 @@ with the reason beside it.
 
 from __future__ import annotations
 
+from kafkamc.invariants.recoverability import controller_can_recover
 from kafkamc.invariants.temporal import eventually_always, leads_to, liveness
 
 __all__ = ["controller_eventually_elected", "follower_catches_up", "follower_learns_high_watermark"]
 
-_SESSION_LIVE = 1  # kafkamc.spec.controller.Session.LIVE
-
 
 def controller_working(p, s) -> bool:
     """``controller``: /controller is held by a live broker acting as controller with the current
-    epoch, or the bound on elections is spent (no election is allowed any more)."""
-    c = s.controller
-    if c:
-        b = s.brokers[c - 1]
-        if b.up and b.session == _SESSION_LIVE and b.active_controller == c and b.epoch == s.controller_epoch:
-            return True
-    return s.controller_epoch >= p.elections
+    epoch, or the bound on elections is spent: the good states of ``controller-can-recover``."""
+    return controller_can_recover(p, s)
 
 
 @liveness(
