@@ -26,7 +26,8 @@ EXIT_FOR_RESULT = {OK: 0, VIOLATION: 1, INCOMPLETE: 4}
 
 def register(subparsers: Any) -> None:
     chk = subparsers.add_parser("check", help="exhaustively check a spec's invariants (breadth-first)")
-    chk.add_argument("spec", help="a bundled spec name (see 'kafkamc list') or module:Class")
+    chk.add_argument("spec", nargs="?", default=None,
+                     help="a bundled spec name (see 'kafkamc list') or module:Class (none with --resume)")
     add_check_arguments(chk)
     chk.set_defaults(run=_cmd_check)
 
@@ -62,7 +63,10 @@ def spark_engine() -> Any:
 
 def run_check(args: argparse.Namespace, spec_ref: str) -> CheckResult:
     """Resolve the spec, parameters and properties from ``args`` and run the chosen engine."""
-    spec = build_spec(spec_ref, args.param)
+    checkpoint = getattr(args, "checkpoint", None) or getattr(args, "resume", None)
+    if checkpoint is not None and args.engine != "spark":
+        raise UsageError("--checkpoint and --resume apply only to --engine spark in this version")
+    spec = build_spec(spec_ref, getattr(args, "params_recorded", None) or args.param)
     if getattr(args, "liveness", None) or getattr(args, "fair", None) or getattr(args, "strong_fair", None) \
             or getattr(args, "no_fairness", False):
         from kafkamc.cli.liveness import run_liveness
@@ -99,6 +103,7 @@ def run_check(args: argparse.Namespace, spec_ref: str) -> CheckResult:
         return explore_spark(
             spec, props, master=args.master, partitions=args.partitions, max_depth=args.max_depth,
             max_states=args.max_states, symmetry=args.symmetry, deadlock=args.deadlock, progress=progress,
+            checkpoint=checkpoint, resume=getattr(args, "resume", None) is not None, spec_ref=spec_ref,
         )
     if args.master is not None or args.partitions is not None:
         raise UsageError("--master and --partitions apply only to --engine spark")
@@ -119,7 +124,38 @@ def memory_limit(args: argparse.Namespace) -> int | None:
     return None if given == NO_LIMIT else given
 
 
+# What --resume allows besides itself: the rest comes from the checkpoint.
+_RESUME_REFUSES = (("SPEC", "spec"), ("-p", "param"), ("-i", "invariant"), ("-r", "recoverability"),
+                   ("-l", "liveness"), ("--fair", "fair"), ("--strong-fair", "strong_fair"),
+                   ("--no-fairness", "no_fairness"), ("--workers", "workers"), ("--max-depth", "max_depth"),
+                   ("--max-states", "max_states"), ("--symmetry", "symmetry"), ("--deadlock", "deadlock"),
+                   ("--max-memory", "max_memory"), ("--checkpoint", "checkpoint"))
+
+
+def _from_checkpoint(args: argparse.Namespace) -> None:
+    """Fill ``args`` with the spec, parameters and options recorded in the --resume directory."""
+    given = [flag for flag, attr in _RESUME_REFUSES if getattr(args, attr, None) not in (None, False, [])]
+    if given:
+        raise UsageError(f"--resume takes the spec, parameters and options from the checkpoint, so {given[0]} "
+                         "cannot be given with it; allowed with --resume: --master, --partitions, --json, --out, "
+                         "--html, --progress")
+    spark_engine()  # the checkpoint module needs numpy
+    from kafkamc.checker import spark_checkpoint
+
+    identity, _ = spark_checkpoint.load(args.resume)
+    args.engine = "spark"
+    args.spec = identity.spec
+    args.params_recorded = dict(identity.params)
+    args.invariant = list(identity.properties)
+    args.symmetry, args.deadlock = identity.symmetry, identity.deadlock
+    args.max_depth, args.max_states = identity.max_depth, identity.max_states
+
+
 def _cmd_check(args: argparse.Namespace) -> int:
+    if args.resume is not None:
+        _from_checkpoint(args)
+    elif args.spec is None:
+        raise UsageError("check needs SPEC (a bundled spec name or module:Class), or --resume DIR")
     check_counterexample_paths(args.out, args.html)
     result = run_check(args, args.spec)
     if ":" in args.spec:
