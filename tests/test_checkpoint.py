@@ -228,8 +228,10 @@ def test_sigterm_mid_level_with_workers_then_resume(tmp_path):
     err = "".join(lines) + err
     assert proc.returncode == 4, err
     doc = json.loads(out)
-    assert doc["reason"] == "terminated" and doc["checkpoint"]["level"] == 3, err
-    assert f"checkpoint of level 3 ({doc['checkpoint']['distinct_states']:,} distinct states) in {target}" in err
+    # Level 3 unless this test was held up for most of level 4's second (a loaded machine).
+    level = doc["checkpoint"]["level"]
+    assert doc["reason"] == "terminated" and level >= 3, err
+    assert f"checkpoint of level {level} ({doc['checkpoint']['distinct_states']:,} distinct states) in {target}" in err
     assert len([n for n in os.listdir(target) if n.startswith("frontier.")]) == 2  # one per worker
     resumed = subprocess.run([sys.executable, "-m", "kafkamc", "check", "--resume", target, "--json"],
                              capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=120)

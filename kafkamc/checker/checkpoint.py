@@ -81,6 +81,15 @@ class Resumed:
     sidx: array
     frontier: list[Any]
 
+    def restore(self, coverage: tuple[list[int], list[int], list[int]], fpr: Any) -> tuple[Any, ...]:
+        """Set the engine's coverage counters and fingerprinter as they were at the boundary; the
+        rest of its state: (seen, parent, sidx, frontier, depth, level_start, generated)."""
+        b = self.boundary
+        for into, saved in zip(coverage, (b.cov_enabled, b.cov_generated, b.cov_distinct)):
+            into[:] = saved
+        fpr.validate_left = b.validate_left
+        return self.seen, self.parent, self.sidx, self.frontier, b.depth, b.level_start, b.generated
+
 
 def write_frontier(directory: str, name: str, states: Sequence[Any]) -> FileEntry:
     """Write ``states`` (a frontier or a worker's segment of it, in order) as one data file."""
@@ -136,6 +145,12 @@ class Checkpointer:
         self._resumed = False
         # Why the checkpoint of a stopped run could not be written (the last one saved stands).
         self.failure: str | None = None
+        # For benchmarks/bench.py: checkpoints written, seconds spent writing them (wall), the
+        # largest one's bytes, and the seconds the resumed state took to load and verify.
+        self.saves = 0
+        self.save_seconds = 0.0
+        self.largest = 0
+        self.load_seconds = 0.0
 
     # -- the directory -------------------------------------------------------------------------
 
@@ -176,9 +191,11 @@ class Checkpointer:
 
     def save(self, boundary: Boundary, seen: Mapping[int, int], parent: array, sidx: array,
              frontier: Sequence[Any] | None = None, frontier_files: Iterable[FileEntry] = (),
-             generation: int | None = None) -> None:
+             generation: int | None = None, began: float | None = None) -> None:
         """Write the checkpoint of ``boundary``: the visited arrays (the first ``boundary.distinct``
-        entries) and the frontier, given as states or as files already written (a worker's)."""
+        entries) and the frontier, given as states or as files already written (a worker's, since
+        ``began``)."""
+        began = time.perf_counter() if began is None else began
         gen = generation if generation is not None else self.next_generation()
         n = boundary.distinct
         if len(parent) < n or len(sidx) < n or len(seen) < n:
@@ -202,6 +219,9 @@ class Checkpointer:
                               generation=gen, level=boundary.depth, files=tuple(files), state=state))
         self.saved = boundary
         self._last = time.monotonic()
+        self.saves += 1
+        self.save_seconds += time.perf_counter() - began
+        self.largest = max(self.largest, sum(f.size for f in files))
 
     def finish(self, result: CheckResult) -> None:
         """Record a run that ended (ok, violation, or a bound): --resume reports it again."""
@@ -235,6 +255,7 @@ class Checkpointer:
         m = self.manifest
         if m is None or not m.files:
             raise ValueError("internal: load() of a checkpoint with no engine state")
+        began = time.perf_counter()
         paths = [verify_file(self.directory, f) for f in m.files]
         boundary = Boundary.from_json(m.state)
         arrays = m.state.get("arrays", {})
@@ -257,6 +278,7 @@ class Checkpointer:
                              f"({len(seen)} visited and {len(frontier)} frontier states, the manifest says {n} and "
                              f"{n - boundary.level_start}); allowed: an intact checkpoint")
         self._last = time.monotonic()
+        self.load_seconds = time.perf_counter() - began
         return Resumed(boundary, seen, parent, sidx, frontier)
 
 

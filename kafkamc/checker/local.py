@@ -252,12 +252,10 @@ def _explore(
                 violated, bad_path = bad, _path(parent, sidx, len(parent) - 1)
                 bad_at = (len(parent) - 1, None)
     if resumed is not None:
-        b = resumed.boundary
-        seen, parent, sidx, frontier = resumed.seen, resumed.parent, resumed.sidx, resumed.frontier
-        depth, level_start, generated = b.depth, b.level_start, b.generated
-        cov_en[:], cov_gen[:], cov_new[:] = b.cov_enabled, b.cov_generated, b.cov_distinct
-        fpr.validate_left = b.validate_left
-        started -= b.seconds
+        seen, parent, sidx, frontier, depth, level_start, generated = resumed.restore((cov_en, cov_gen, cov_new), fpr)
+        started -= resumed.boundary.seconds
+        if watch is not None:
+            watch.resumed(generated)
     if progress:
         progress(LevelStats(depth, len(seen), generated, len(frontier), time.perf_counter() - started))
     if violated is not None:

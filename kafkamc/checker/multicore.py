@@ -535,12 +535,10 @@ def _explore_multicore(
                 bad_path = _path(parent, sidx, len(parent) - 1)
                 bad_at = (len(parent) - 1, None)
     if resumed is not None:
-        b = resumed.boundary
-        seen, parent, sidx, frontier = resumed.seen, resumed.parent, resumed.sidx, resumed.frontier
-        depth, level_start, generated = b.depth, b.level_start, b.generated
-        cov_en[:], cov_gen[:], cov_new[:] = b.cov_enabled, b.cov_generated, b.cov_distinct
-        fpr.validate_left = b.validate_left
-        started -= b.seconds
+        seen, parent, sidx, frontier, depth, level_start, generated = resumed.restore((cov_en, cov_gen, cov_new), fpr)
+        started -= resumed.boundary.seconds
+        if watch is not None:
+            watch.resumed(generated)
 
     def result(kind: str) -> CheckResult:
         return CheckResult(
@@ -698,6 +696,7 @@ def _save(checkpoint: Checkpointer, mark: tuple[Boundary, str], handles: list[An
           parent: array, sidx: array) -> None:
     """Checkpoint the boundary ``mark``: each worker writes its segment, the parent the rest."""
     b, which = mark
+    began = time.perf_counter()
     gen = checkpoint.next_generation()
     for part, h in enumerate(handles):
         h.send("dump", checkpoint.directory, checkpoint.frontier_name(gen, part), which)
@@ -706,7 +705,7 @@ def _save(checkpoint: Checkpointer, mark: tuple[Boundary, str], handles: list[An
         raise SpecRaised("the engine", None, RuntimeError(
             f"internal: the workers hold {sum(c for _, c in parts)} frontier states, the level boundary "
             f"{b.distinct - b.level_start}"))
-    checkpoint.save(b, seen, parent, sidx, frontier_files=[entry for entry, _ in parts], generation=gen)
+    checkpoint.save(b, seen, parent, sidx, frontier_files=[entry for entry, _ in parts], generation=gen, began=began)
 
 
 def _save_stopped(checkpoint: Checkpointer, mark: tuple[Boundary, str], handles: list[Any],
