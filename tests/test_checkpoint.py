@@ -73,6 +73,30 @@ def test_stopped_at_successive_levels_and_resumed_equals_uninterrupted(tmp_path,
     assert _outcome(r) == _outcome(whole)
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_stopped_inside_a_level_and_resumed_equals_uninterrupted(tmp_path, workers):
+    """Stopped from the progress timer (a signal handler, so at any bytecode of the engine) while
+    level 4 is being expanded: the level is dropped, the workers set it aside, and the resumed run
+    ends as an uninterrupted one."""
+    ref = "toyspecs:Ladder"
+    params = {"width": 400, "rungs": 6, "top": True}
+    fast = build_spec(ref, params)
+    props = select_properties(type(fast), ["rung-below-top"])
+    whole = _engine(workers)(fast, props)
+    assert whole.violated == "rung-below-top"
+    spec = build_spec(ref, {**params, "delay_us": 1000})  # a level: 0.4 s of sleeps
+
+    def stop_inside(stats):
+        if stats.within_level and stats.level == 5:
+            raise Stopped("interrupted")
+
+    with _checkpointer(tmp_path, ref, spec, props, resume=False) as ckpt:
+        r = _engine(workers)(spec, props, progress=stop_inside, progress_every=0.1, checkpoint=ckpt)
+        assert (r.result, r.reason, ckpt.failure, ckpt.saved.depth) == (INCOMPLETE, "interrupted", None, 4)
+    with _checkpointer(tmp_path, ref, spec, props, resume=True) as ckpt:
+        assert _outcome(_engine(workers)(spec, props, checkpoint=ckpt)) == _outcome(whole)
+
+
 def test_resume_on_another_number_of_workers(tmp_path):
     ref, params = HOLDS
     spec = build_spec(ref, params)
