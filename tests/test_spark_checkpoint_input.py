@@ -1,99 +1,83 @@
-"""The Spark checkpoint directory without Spark: block files and their digests, and every bad
+"""The Spark engine's checkpoints without Spark: block files and their digests, and a bad
 --checkpoint/--resume refused in one line (exit 2) before a JVM starts."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 
-import numpy as np
 import pytest
 
+np = pytest.importorskip("numpy")
 pytest.importorskip("pyspark")
 
-from kafkamc.checker import spark_checkpoint as ck  # noqa: E402
+from kafkamc.checker.manifest import MANIFEST, FileEntry, spec_identity  # noqa: E402
+from kafkamc.checker.spark_checkpoint import LevelState, SparkCheckpointer, read_block, write_block  # noqa: E402
 from kafkamc.cli import main  # noqa: E402
 from kafkamc.spec.registry import build_spec, select_properties  # noqa: E402
 
 
 def test_block_files_round_trip_and_are_named_by_their_digest(tmp_path):
     visited = np.array([-5, 3, 1 << 62], dtype=np.int64)
-    name = ck.write_block(str(tmp_path), 4, 1, visited, b"frontier", 2)
-    assert name.startswith("part-00001-")
-    back, packed, count = ck.read_block(str(tmp_path), 4, name)
+    name, sha, size = write_block(str(tmp_path), 4, 1, visited, b"frontier", 2)
+    assert name == f"spark.4.1.{sha[:16]}.blk" and size == os.path.getsize(tmp_path / name)
+    back, packed, count = read_block(str(tmp_path), name, sha)
     assert back.tolist() == visited.tolist() and packed == b"frontier" and count == 2
-    # Another attempt of the same task with the same block writes the same file, beside nothing else.
-    assert ck.write_block(str(tmp_path), 4, 1, visited, b"frontier", 2) == name
-    assert sorted(os.listdir(tmp_path / "level-4")) == [name]
-    path = tmp_path / "level-4" / name
-    data = bytearray(path.read_bytes())
+    # Another attempt of the same task writes the same file, and leaves nothing else behind.
+    assert write_block(str(tmp_path), 4, 1, visited, b"frontier", 2) == (name, sha, size)
+    assert os.listdir(tmp_path) == [name]
+    data = bytearray((tmp_path / name).read_bytes())
     data[-1] ^= 1
-    path.write_bytes(bytes(data))
-    with pytest.raises(ValueError, match="does not match its checksum"):
-        ck.read_block(str(tmp_path), 4, name)
+    (tmp_path / name).write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="does not match its SHA-256"):
+        read_block(str(tmp_path), name, sha)
 
 
-def recorded_checkpoint(root, **changes):
-    """A checkpoint of ``replication`` after level 0 (one initial state in partition 0 of 2), as
-    the engine records it, with ``changes`` to its identity."""
+def spark_checkpoint(root):
+    """A checkpoint of ``replication`` after level 0 in 2 partitions, as the engine records it."""
     spec = build_spec("replication", [])
     props = select_properties(type(spec), [])
-    init = spec.initial()[0]
-    identity = ck.spec_identity(spec, "replication", props, type(init), symmetry=False, deadlock=False,
-                                max_depth=None, max_states=None)
-    identity = dataclasses.replace(identity, **changes)
-    names = [ck.write_block(str(root), 0, j, np.zeros(j, dtype=np.int64), b"", 0) for j in range(2)]
-    ck.save(str(root), identity, ck.LevelState(
-        level=0, partitions=2, blocks=tuple(names), distinct=1, generated=1, depth=1, frontier=1,
-        coverage=((0,), (0,), (0,)), plain_codec=True, levels=()))
-    return names
+    options = {"properties": [pr.name for pr in props], "symmetry": False, "deadlock": False,
+               "max_depth": None, "max_states": None}
+    with SparkCheckpointer(str(root), spec_identity(spec, "replication"), options, 0.0) as ckpt:
+        blocks = [FileEntry(*write_block(str(root), 0, j, np.zeros(j, dtype=np.int64), b"", 0)) for j in range(2)]
+        ckpt.record(LevelState(level=0, partitions=2, distinct=1, generated=1, depth=1, frontier=1,
+                               coverage=((0,), (0,), (0,)), plain_codec=True, levels=()), blocks)
+    return blocks
 
 
-def resume(root, *extra):
-    return main(["check", "--resume", str(root), *extra])
+def cli(capsys, *args):
+    code = main(["check", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
-def test_resume_refuses_other_options_a_changed_spec_and_damage(tmp_path, capsys):
+@pytest.mark.parametrize("args, says", [
+    (["--partitions", "3"], "the checkpoint in {root} has 2 partitions; allowed: 2, or no --partitions"),
+    (["--engine", "local"], "a checkpoint of the spark engine, which goes on with it"),
+    (["--workers", "2"], "--workers applies only to --engine local"),
+    (["--checkpoint-every", "1"], "--checkpoint-every applies only to --engine local"),
+    (["-p", "replicas=3"], "-p replicas=3 but the checkpoint has replicas=2"),
+    (["damaged"], "data file spark.0.1."),
+])
+def test_resume_of_a_spark_checkpoint_refuses_in_one_line(tmp_path, capsys, args, says):
     root = tmp_path / "ckpt"
-    names = recorded_checkpoint(root, source="0" * 64)
-    assert resume(root, "-p", "replicas=3") == 2
-    assert "-p cannot be given with it" in capsys.readouterr().err
-    assert main(["check", "replication", "--resume", str(root)]) == 2
-    assert "SPEC cannot be given" in capsys.readouterr().err
-    assert resume(root) == 2
-    err = capsys.readouterr().err
-    assert "the source of spec replication changed" in err and len(err.strip().splitlines()) == 1
-
-    root2 = tmp_path / "other"
-    recorded_checkpoint(root2, params=(("replicas", 3),))
-    assert resume(root2) == 2
-    assert "params was" in capsys.readouterr().err
-
-    root3 = tmp_path / "damaged"
-    names = recorded_checkpoint(root3)
-    (root3 / "level-0" / names[1]).write_bytes(b"x")
-    assert resume(root3) == 2
-    assert "is damaged: block 1 of level 0" in capsys.readouterr().err
-    (root3 / ck.STATE_FILE).write_text("{")
-    assert resume(root3) == 2
-    assert "is damaged" in capsys.readouterr().err
-    assert resume(tmp_path / "empty") == 2
-    assert "holds no kafkamc Spark checkpoint" in capsys.readouterr().err
-    assert resume(root3, "--partitions", "3") == 2  # damaged before anything else is looked at
-    capsys.readouterr()
+    blocks = spark_checkpoint(root)
+    with open(root / MANIFEST) as fh:
+        assert json.load(fh)["engine"] == "spark"
+    if args == ["damaged"]:
+        (root / blocks[1].name).write_bytes(b"\0" * blocks[1].size)
+        args = []
+    code, out, err = cli(capsys, "--resume", str(root), *args)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert says.format(root=root) in err, err
 
 
-def test_checkpoint_options_refused(tmp_path, capsys):
+def test_spark_checkpoint_options_refused(tmp_path, capsys):
     root = tmp_path / "ckpt"
-    recorded_checkpoint(root)
-    assert main(["check", "replication", "--engine", "spark", "--checkpoint", str(root)]) == 2
-    assert "already holds a checkpoint" in capsys.readouterr().err
-    assert main(["check", "replication", "--checkpoint", str(tmp_path / "new")]) == 2
-    assert "only to --engine spark" in capsys.readouterr().err
-    assert main(["check"]) == 2
-    assert "or --resume DIR" in capsys.readouterr().err
-    assert resume(root, "--partitions", "3") == 2
-    assert "has 2 partitions" in capsys.readouterr().err
-    with open(root / ck.STATE_FILE) as fh:
-        assert json.load(fh)["identity"]["spec"] == "replication"
+    spark_checkpoint(root)
+    code, _, err = cli(capsys, "replication", "--engine", "spark", "--checkpoint", str(root))
+    assert code == 2 and "already holds a checkpoint" in err
+    code, _, err = cli(capsys, "replication", "--engine", "spark", "--checkpoint", str(tmp_path / "new"),
+                       "--checkpoint-every", "0")
+    assert code == 2 and "--checkpoint-every applies only to --engine local" in err

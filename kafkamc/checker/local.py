@@ -21,6 +21,7 @@ import time
 from array import array
 from typing import Any, Callable, Iterator, Sequence
 
+from kafkamc.checker.checkpoint import Boundary, Checkpointer
 from kafkamc.checker.fingerprint import Fingerprinter, canonical
 from kafkamc.checker.watch import PROGRESS_EVERY, Watch, stop_reason
 from kafkamc.result import (
@@ -31,7 +32,7 @@ from kafkamc.errors import KafkamcError, MalformedSpec, SpecRaised, UsageError
 from kafkamc.invariants.api import Property, fails
 from kafkamc.spec.api import Spec, format_label, malformed_successors
 
-__all__ = ["explore", "state_key_function", "gc_paused", "first_violation", "recorded"]
+__all__ = ["explore", "state_key_function", "gc_paused", "first_violation", "recorded", "rollback"]
 
 Progress = Callable[[LevelStats], None]
 
@@ -148,16 +149,28 @@ def explore(
     progress: Progress | None = None,
     max_memory: int | None = None,
     progress_every: float = PROGRESS_EVERY,
+    checkpoint: Checkpointer | None = None,
 ) -> CheckResult:
     """Exhaustively explore ``spec`` breadth-first, checking ``properties`` (default: the spec's).
 
     ``max_memory`` (bytes) stops the run as incomplete (reason ``max-memory``) when the process
     uses more; ``progress`` also gets a line within a level at least every ``progress_every``
-    seconds (see ``kafkamc.checker.watch``).
+    seconds (see ``kafkamc.checker.watch``). ``checkpoint`` saves level boundaries when due and
+    the last one when the run is stopped, and resumes from its checkpoint if it has one.
     """
     with gc_paused(), Watch(progress, max_memory=max_memory, every=progress_every) as watch:
         return watch.annotate(_explore(spec, properties, max_depth=max_depth, max_states=max_states,
-                                       symmetry=symmetry, deadlock=deadlock, progress=watch.progress, watch=watch))
+                                       symmetry=symmetry, deadlock=deadlock, progress=watch.progress, watch=watch,
+                                       checkpoint=checkpoint))
+
+
+def rollback(seen: dict[int, int], parent: array, sidx: array, n: int) -> None:
+    """Forget the states visited after the first ``n`` (a level cut short), so that the visited
+    arrays are again those of the level boundary (``seen`` holds its keys in index order)."""
+    while len(seen) > n:
+        seen.popitem()
+    del parent[n:]
+    del sidx[n:]
 
 
 def _explore(
@@ -170,6 +183,7 @@ def _explore(
     deadlock: bool,
     progress: Progress | None,
     watch: Watch | None = None,
+    checkpoint: Checkpointer | None = None,
 ) -> CheckResult:
     props = tuple(spec.default_properties() if properties is None else properties)
     invs = [(pr.name, pr.fn) for pr in props if pr.kind == "invariant"]
@@ -219,7 +233,8 @@ def _explore(
             new=max(0, len(seen) - level_start - len(frontier)),
         )
 
-    for i, s in enumerate(inits):
+    resumed = checkpoint.resume() if checkpoint is not None else None
+    for i, s in enumerate(inits if resumed is None else ()):
         fpr.check(s)
         k = key(s)
         if k in seen:
@@ -236,10 +251,23 @@ def _explore(
             if bad is not None:
                 violated, bad_path = bad, _path(parent, sidx, len(parent) - 1)
                 bad_at = (len(parent) - 1, None)
+    if resumed is not None:
+        seen, parent, sidx, frontier, depth, level_start, generated = resumed.restore((cov_en, cov_gen, cov_new), fpr)
+        started -= resumed.boundary.seconds
+        if watch is not None:
+            watch.resumed(generated)
     if progress:
-        progress(LevelStats(1, len(seen), generated, len(frontier), time.perf_counter() - started))
+        progress(LevelStats(depth, len(seen), generated, len(frontier), time.perf_counter() - started))
     if violated is not None:
         return result(VIOLATION)
+
+    def boundary() -> Boundary:
+        return Boundary(depth, level_start, level_start + len(frontier), generated, tuple(cov_en), tuple(cov_gen),
+                        tuple(cov_new), fpr.validate_left, time.perf_counter() - started)
+
+    # The last level boundary and its frontier, taken in one assignment (a signal comes between
+    # two bytecodes): what a stopped run's checkpoint holds.
+    mark = (boundary(), frontier) if checkpoint is not None else None
 
     try:
         while frontier:
@@ -312,9 +340,20 @@ def _explore(
                 violated, bad_path, bad_at = found
                 depth = max(depth, len(bad_path))
                 return result(VIOLATION)
+            if checkpoint is not None and frontier:
+                mark = (boundary(), frontier)
+                if checkpoint.due():
+                    checkpoint.save(mark[0], seen, parent, sidx, frontier=frontier)
     except KeyboardInterrupt as exc:
         reason = stop_reason(exc)
-        return result(INCOMPLETE)
+        stopped = result(INCOMPLETE)
+        if checkpoint is not None and mark is not None:
+            rollback(seen, parent, sidx, mark[0].distinct)
+            try:
+                checkpoint.save(mark[0], seen, parent, sidx, frontier=mark[1])
+            except (KafkamcError, OSError) as failed:
+                checkpoint.failure = str(failed)
+        return stopped
     return result(OK)
 
 

@@ -65,6 +65,7 @@ import numpy as np
 from kafkamc.checker import spark_checkpoint
 from kafkamc.checker.fingerprint import Fingerprinter, _validate_stable
 from kafkamc.checker.local import _classify, first_violation, state_key_function
+from kafkamc.checker.manifest import FileEntry
 from kafkamc.checker.spark_stop import JobStop
 from kafkamc.checker.watch import stop_reason
 from kafkamc.result import (
@@ -373,16 +374,16 @@ def _store(job: _Job, acc: Any, index: int, block: tuple, stats: dict) -> Any:
     """The block a task made: kept in Spark's cache, or with --checkpoint written to a file
     (whose name the driver learns through the statistics) and read back by the next level."""
     if job.root is not None:
-        stats["block"] = spark_checkpoint.write_block(job.root, job.level, index, *block)
+        stats["block"] = spark_checkpoint.write_block(job.root, job.level, index, *block)  # name, SHA-256, size
     acc.add({("m", index): stats})
     return iter([] if job.root is not None else [block])
 
 
-def _read_block(job: _Job, level: int, names: Sequence[str], index: int, it: Any) -> Any:
-    """Partition ``index`` of a level recorded with --checkpoint, from its file."""
+def _read_block(job: _Job, files: Sequence[tuple[str, str]], index: int, it: Any) -> Any:
+    """Partition ``index`` of a level recorded with --checkpoint, from its file (name, SHA-256)."""
     for _ in it:
         pass
-    return iter([spark_checkpoint.read_block(job.root, level, names[index])])
+    return iter([spark_checkpoint.read_block(job.root, *files[index])])
 
 
 def _pack_frontier(entries: list) -> bytes:
@@ -854,17 +855,14 @@ def explore_spark(
     symmetry: bool = False,
     deadlock: bool = False,
     progress: Progress | None = None,
-    checkpoint: str | None = None,
-    resume: bool = False,
-    spec_ref: str | None = None,
+    checkpoint: spark_checkpoint.SparkCheckpointer | None = None,
 ) -> CheckResult:
     """Explore ``spec`` breadth-first on Spark; the same result as ``kafkamc.checker.local.explore``.
 
-    ``checkpoint``: a directory on a filesystem every executor sees, for reliable checkpoints
-    (``spark_checkpoint``): each level's blocks are files there and the driver's state is recorded
-    after each level. With ``resume`` the run recorded there goes on from its last complete level;
-    the caller passes the spec (``spec_ref``, as the user named it), properties and options it
-    recorded (``spark_checkpoint.load``), and any difference is refused.
+    ``checkpoint``: reliable checkpoints in a directory every executor sees (``spark_checkpoint``;
+    the caller holds it open and has refused a checkpoint of another run): each level's blocks are
+    files there, the driver's state is recorded after each level, and a checkpoint being resumed
+    goes on from its last recorded level.
     """
     if partitions is not None and (isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1):
         raise UsageError(f"--partitions {partitions!r} is not allowed; allowed: a positive integer")
@@ -874,21 +872,15 @@ def explore_spark(
     props = tuple(spec.default_properties() if properties is None else properties)
     invs = [(pr.name, pr.fn) for pr in props if pr.kind == "invariant"]
     aprops = [(pr.name, pr.fn) for pr in props if pr.kind == "action"]
-    root = recorded = resumed = None
-    if resume and checkpoint is None:
-        raise UsageError("resume needs the checkpoint directory")
+    resumed = resumed_files = None
     if checkpoint is not None:
-        if resume:
-            root = os.path.abspath(checkpoint)
-            recorded, resumed = spark_checkpoint.load(root)
-            if resumed is not None:
-                if partitions is not None and partitions != resumed.partitions:
-                    raise UsageError(f"--partitions {partitions}: the checkpoint in {root} has {resumed.partitions} "
-                                     f"partitions; allowed: {resumed.partitions}, or no --partitions")
-                partitions = resumed.partitions
-                spark_checkpoint.verify_blocks(root, resumed)
-        else:
-            root = spark_checkpoint.prepare(checkpoint)
+        back = checkpoint.resumed_level()
+        if back is not None:
+            resumed, resumed_files = back
+            if partitions is not None and partitions != resumed.partitions:
+                raise UsageError(f"--partitions {partitions}: the checkpoint in {checkpoint.directory} has "
+                                 f"{resumed.partitions} partitions; allowed: {resumed.partitions}, or no --partitions")
+            partitions = resumed.partitions
     p = spec.p
     started = time.perf_counter()
     extra: dict[str, Any] = {"levels": []}
@@ -958,22 +950,13 @@ def explore_spark(
     plain_ok = codec.plain and all(type(s) is state_type and codec.round_trips(s) for _, _, s in init_entries)
     if not plain_ok:
         codec = _Codec(object)
-    identity = None
-    if root is not None:
-        identity = spark_checkpoint.spec_identity(
-            spec, spec_ref or spec.name, props, state_type, symmetry=symmetry, deadlock=deadlock,
-            max_depth=max_depth, max_states=max_states)
-        if recorded is not None:
-            spark_checkpoint.check_identity(root, recorded, identity)
-        if resumed is not None:
-            if resumed.plain_codec != plain_ok:
-                raise UsageError(f"--resume {root}: the checkpoint's states were encoded otherwise than this "
-                                 "spec's are now; allowed: the spec it was written with")
-            state.update(distinct=resumed.distinct, generated=resumed.generated, depth=resumed.depth,
-                         coverage=tuple(list(c) for c in resumed.coverage))
-            extra["levels"] = list(resumed.levels)
-        else:
-            spark_checkpoint.save(root, identity, None)
+    if resumed is not None:
+        if resumed.plain_codec != plain_ok:
+            raise UsageError(f"--resume {checkpoint.directory}: the checkpoint's states were encoded otherwise "
+                             "than this spec's are now; allowed: the spec it was written with")
+        state.update(distinct=resumed.distinct, generated=resumed.generated, depth=resumed.depth,
+                     coverage=tuple(list(c) for c in resumed.coverage))
+        extra["levels"] = [dict(lv) for lv in resumed.levels]
 
     t0 = time.perf_counter()
     stop = JobStop()
@@ -987,7 +970,7 @@ def explore_spark(
             partitions=partitions, max_depth=max_depth, max_states=max_states, symmetry=symmetry,
             deadlock=deadlock, progress=progress, started=started,
             state_type=state_type, fpr=fpr, plain_ok=plain_ok,
-            stop=stop, root=root, identity=identity, resumed=resumed,
+            stop=stop, checkpoint=checkpoint, resumed=resumed, resumed_files=resumed_files,
         )
     finally:
         stop.disarm()
@@ -1007,9 +990,9 @@ def _run(sc: Any, spec: Spec, props: Sequence[Property], invs: list, aprops: lis
          codec: _Codec, state: dict, result: Callable[..., CheckResult], extra: dict, blocks_made: list, *,
          partitions: int | None, max_depth: int | None, max_states: int | None, symmetry: bool,
          deadlock: bool, progress: Progress | None, started: float, plain_ok: bool, state_type: type,
-         fpr: Fingerprinter, stop: JobStop | None = None, root: str | None = None,
-         identity: spark_checkpoint.Identity | None = None,
-         resumed: spark_checkpoint.LevelState | None = None) -> CheckResult:
+         fpr: Fingerprinter, stop: JobStop | None = None,
+         checkpoint: spark_checkpoint.SparkCheckpointer | None = None,
+         resumed: spark_checkpoint.LevelState | None = None, resumed_files: list | None = None) -> CheckResult:
     from pyspark import RDD, StorageLevel
     from pyspark.serializers import BatchedSerializer, CPickleSerializer
 
@@ -1020,8 +1003,7 @@ def _run(sc: Any, spec: Spec, props: Sequence[Property], invs: list, aprops: lis
     extra["ship_seconds"] = time.perf_counter() - t0
     job = _Job(spec, props, symmetry=symmetry, deadlock=deadlock, partitions=P, state_type=state_type,
                plain_ok=plain_ok)
-    job.root = root
-    extra["checkpoint"] = root
+    root = job.root = None if checkpoint is None else checkpoint.root()
     mask = (1 << 64) - 1
     per_owner: list[tuple[list[int], list[bytes], list[bytes]]] = [([], [], []) for _ in range(P)]
     for k, path, s in init_entries:
@@ -1058,32 +1040,30 @@ def _run(sc: Any, spec: Spec, props: Sequence[Property], invs: list, aprops: lis
 
     slots = None  # with --checkpoint: one empty element per partition, placed by _owner
 
-    def reader(at: int, names: Sequence[str]) -> Any:
-        """The blocks of level ``at`` read from their files, partitioned as the shuffles are."""
+    def reader(files: Sequence[Any]) -> Any:
+        """The blocks of a level read from their files, partitioned as the shuffles are."""
         nonlocal slots
         if slots is None:
             slots = sc.parallelize([(j, b"") for j in range(P)], P).partitionBy(P, _owner)
             slots.persist(storage)
             blocks_made.append(slots)
-        rdd = slots.mapPartitionsWithIndex(partial(_read_block, job, at, list(names)), preservesPartitioning=True)
+        rdd = slots.mapPartitionsWithIndex(partial(_read_block, job, [(f.name, f.sha256) for f in files]),
+                                           preservesPartitioning=True)
         rdd.persist(storage)
         blocks_made.append(rdd)
         return rdd
 
-    def record(at: int, names: Sequence[str], frontier: int) -> None:
-        """The driver's state after level ``at`` (complete, its blocks written), then the files of
-        every other level go."""
-        spark_checkpoint.save(root, identity, spark_checkpoint.LevelState(
-            level=at, partitions=P, blocks=tuple(names), distinct=state["distinct"], generated=state["generated"],
+    def record(at: int, files: Sequence[Any], frontier: int) -> None:
+        """The driver's state after level ``at`` (complete, its blocks written)."""
+        checkpoint.record(spark_checkpoint.LevelState(
+            level=at, partitions=P, distinct=state["distinct"], generated=state["generated"],
             depth=state["depth"], frontier=frontier, coverage=tuple(tuple(c) for c in state["coverage"]),
-            plain_codec=plain_ok, levels=tuple(extra["levels"])))
-        spark_checkpoint.drop_other_levels(root, at)
+            plain_codec=plain_ok, levels=tuple(extra["levels"])), files)
 
     t0 = time.perf_counter()
     if resumed is not None:
         level, frontier = resumed.level, resumed.frontier
-        spark_checkpoint.drop_other_levels(root, level)  # what the driver that died left half written
-        blocks = reader(level, resumed.blocks)
+        blocks = reader(resumed_files)
     else:
         level, frontier = 0, len(init_entries)
         acc = sc.accumulator({}, _StatsParam())
@@ -1097,9 +1077,9 @@ def _run(sc: Any, spec: Spec, props: Sequence[Property], invs: list, aprops: lis
         except KeyboardInterrupt as exc:
             return result(INCOMPLETE, reason=stop_reason(exc))
         if root is not None:
-            names = _block_names(acc.value, P)
-            record(0, names, frontier)
-            blocks = reader(0, names)
+            files = _blocks(acc.value, P)
+            record(0, files, frontier)
+            blocks = reader(files)
     extra["first_job_seconds"] = time.perf_counter() - t0
     try:
         while frontier:
@@ -1144,8 +1124,8 @@ def _run(sc: Any, spec: Spec, props: Sequence[Property], invs: list, aprops: lis
             elif max_states is not None and state["distinct"] + new_total > max_states:
                 cut_k, reason = max_states - state["distinct"], "max-states"
             if root is not None:
-                names = _block_names(stats, P)
-                nxt = reader(level, names)
+                files = _blocks(stats, P)
+                nxt = reader(files)
             if cut_k is not None:
                 firsts = spark_job(nxt.mapPartitions(partial(_first_paths, job, cut_k + 1)).collect)
                 admitted = sorted(entry for part in firsts for entry in part)
@@ -1194,7 +1174,7 @@ def _run(sc: Any, spec: Spec, props: Sequence[Property], invs: list, aprops: lis
                 "storage_used_bytes": storage_used,
             })
             if root is not None and found is None:
-                record(level, names, new_total)
+                record(level, files, new_total)
             if progress:
                 progress(LevelStats(state["depth"], state["distinct"], state["generated"], new_total, seconds))
             blocks.unpersist()
@@ -1220,12 +1200,12 @@ def _run(sc: Any, spec: Spec, props: Sequence[Property], invs: list, aprops: lis
     return result(OK)
 
 
-def _block_names(stats: dict, partitions: int) -> list[str]:
+def _blocks(stats: dict, partitions: int) -> list[FileEntry]:
     """The file each merge (or initial) task wrote with --checkpoint, from the task statistics."""
-    names = [stats.get(("m", j), {}).get("block") for j in range(partitions)]
-    if any(name is None for name in names):
+    blocks = [stats.get(("m", j), {}).get("block") for j in range(partitions)]
+    if any(b is None for b in blocks):
         raise EngineError("internal: a task's checkpoint block is missing from its statistics")
-    return names
+    return [FileEntry(*b) for b in blocks]
 
 
 def _storage_used(sc: Any) -> int:

@@ -78,7 +78,8 @@ def add_check_arguments(chk: argparse.ArgumentParser) -> None:
                      help="with -l: assume ACTION strongly fair (SF) (repeatable)")
     chk.add_argument("--no-fairness", action="store_true",
                      help="with -l: drop the spec's declared fairness (--fair and --strong-fair still add)")
-    chk.add_argument("--engine", default="local", choices=ENGINES, help="exploration engine (default: local)")
+    # None until the command resolves it: local, or with --resume the engine that wrote the checkpoint.
+    chk.add_argument("--engine", default=None, choices=ENGINES, help="exploration engine (default: local)")
     chk.add_argument("--master", default=None, help="Spark master URL (engine spark; default local[*])")
     chk.add_argument("--partitions", type=_positive, default=None, help="Spark partitions P (engine spark)")
     chk.add_argument("--workers", type=_positive, default=None, metavar="N",
@@ -94,12 +95,6 @@ def add_check_arguments(chk: argparse.ArgumentParser) -> None:
                      help="on a violation, write the HTML trace viewer (default DIR or ./<spec>-<invariant>.html)")
     chk.add_argument("--progress", action="store_true",
                      help="print a progress line on stderr per level, and at least every 10 s within a long level")
-    chk.add_argument("--checkpoint", metavar="DIR", default=None,
-                     help="engine spark: keep every level's blocks in DIR, on a filesystem every executor sees, so "
-                     "that the run survives a lost executor and can be resumed (--resume DIR) after the driver dies")
-    chk.add_argument("--resume", metavar="DIR", default=None,
-                     help="continue the run recorded in checkpoint DIR, with its spec, parameters and options "
-                     "(give no SPEC; allowed besides: --master, --json, --out, --html, --progress)")
     chk.add_argument("--max-memory", type=memory_size, default=None, metavar="SIZE",
                      help="stop as incomplete (reason max-memory) when the engine's processes use more than SIZE "
                      "(800M, 4G, 50%%; default 80%% of the machine's memory; 'none': no limit; local engine only)")

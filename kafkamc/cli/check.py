@@ -6,11 +6,16 @@ import argparse
 import dataclasses
 import json
 import sys
+from functools import partial
 from typing import Any
 
 from kafkamc.checker.resources import default_memory_limit
 from kafkamc.cli.args import NO_LIMIT, add_check_arguments, print_progress
 from kafkamc.cli.output import check_counterexample_paths, write_counterexample
+from kafkamc.cli.resume import (
+    RESUMABLE, add_checkpoint_arguments, checkpoint_json, checkpointer, finished_result, prepare_resume,
+    report_checkpoint,
+)
 from kafkamc.counterexamples.render import (
     coverage_warnings, render_coverage, render_summary, render_trace, result_to_json,
 )
@@ -27,8 +32,9 @@ EXIT_FOR_RESULT = {OK: 0, VIOLATION: 1, INCOMPLETE: 4}
 def register(subparsers: Any) -> None:
     chk = subparsers.add_parser("check", help="exhaustively check a spec's invariants (breadth-first)")
     chk.add_argument("spec", nargs="?", default=None,
-                     help="a bundled spec name (see 'kafkamc list') or module:Class (none with --resume)")
+                     help="a bundled spec name (see 'kafkamc list') or module:Class (omitted with --resume DIR)")
     add_check_arguments(chk)
+    add_checkpoint_arguments(chk)
     chk.set_defaults(run=_cmd_check)
 
 
@@ -63,10 +69,7 @@ def spark_engine() -> Any:
 
 def run_check(args: argparse.Namespace, spec_ref: str) -> CheckResult:
     """Resolve the spec, parameters and properties from ``args`` and run the chosen engine."""
-    checkpoint = getattr(args, "checkpoint", None) or getattr(args, "resume", None)
-    if checkpoint is not None and args.engine != "spark":
-        raise UsageError("--checkpoint and --resume apply only to --engine spark in this version")
-    spec = build_spec(spec_ref, getattr(args, "params_recorded", None) or args.param)
+    spec = build_spec(spec_ref, args.param)
     if getattr(args, "liveness", None) or getattr(args, "fair", None) or getattr(args, "strong_fair", None) \
             or getattr(args, "no_fairness", False):
         from kafkamc.cli.liveness import run_liveness
@@ -93,6 +96,7 @@ def run_check(args: argparse.Namespace, spec_ref: str) -> CheckResult:
         )
     show_progress = args.progress or (sys.stderr.isatty() and not args.json)
     progress = print_progress if show_progress else None
+    engine: Any
     if args.engine == "spark":
         explore_spark = spark_engine()
         if args.workers is not None:
@@ -100,20 +104,27 @@ def run_check(args: argparse.Namespace, spec_ref: str) -> CheckResult:
         if getattr(args, "max_memory", None) is not None:
             raise UsageError("--max-memory applies only to --engine local; Spark's memory is bounded by its own "
                              "settings (spark.driver.memory, spark.executor.memory)")
-        return explore_spark(
-            spec, props, master=args.master, partitions=args.partitions, max_depth=args.max_depth,
-            max_states=args.max_states, symmetry=args.symmetry, deadlock=args.deadlock, progress=progress,
-            checkpoint=checkpoint, resume=getattr(args, "resume", None) is not None, spec_ref=spec_ref,
-        )
-    if args.master is not None or args.partitions is not None:
-        raise UsageError("--master and --partitions apply only to --engine spark")
-    from kafkamc.checker.multicore import available_cores, explore_multicore
+        engine = partial(explore_spark, spec, props, master=args.master, partitions=args.partitions)
+    else:
+        if args.master is not None or args.partitions is not None:
+            raise UsageError("--master and --partitions apply only to --engine spark")
+        from kafkamc.checker.multicore import available_cores, explore_multicore
 
-    workers = args.workers if args.workers is not None else available_cores()
-    return explore_multicore(
-        spec, props, workers=workers, max_depth=args.max_depth, max_states=args.max_states,
-        symmetry=args.symmetry, deadlock=args.deadlock, progress=progress, max_memory=memory_limit(args),
-    )
+        workers = args.workers if args.workers is not None else available_cores()
+        engine = partial(explore_multicore, spec, props, workers=workers, max_memory=memory_limit(args))
+    engine = partial(engine, max_depth=args.max_depth, max_states=args.max_states, symmetry=args.symmetry,
+                     deadlock=args.deadlock, progress=progress)
+    if getattr(args, "checkpoint", None) is None:
+        return engine()
+    manifest = getattr(args, "resume_manifest", None)
+    with checkpointer(args, spec, props, manifest) as ckpt:
+        if manifest is not None and manifest.finished is not None:
+            result = finished_result(spec, props, manifest, args.deadlock, args.symmetry)
+        else:
+            result = engine(checkpoint=ckpt)
+            if result.reason not in RESUMABLE:
+                ckpt.finish(result)
+    return dataclasses.replace(result, extra={**result.extra, "checkpoint": ckpt})
 
 
 def memory_limit(args: argparse.Namespace) -> int | None:
@@ -124,42 +135,15 @@ def memory_limit(args: argparse.Namespace) -> int | None:
     return None if given == NO_LIMIT else given
 
 
-# What --resume allows besides itself: the rest comes from the checkpoint.
-_RESUME_REFUSES = (("SPEC", "spec"), ("-p", "param"), ("-i", "invariant"), ("-r", "recoverability"),
-                   ("-l", "liveness"), ("--fair", "fair"), ("--strong-fair", "strong_fair"),
-                   ("--no-fairness", "no_fairness"), ("--workers", "workers"), ("--max-depth", "max_depth"),
-                   ("--max-states", "max_states"), ("--symmetry", "symmetry"), ("--deadlock", "deadlock"),
-                   ("--max-memory", "max_memory"), ("--checkpoint", "checkpoint"))
-
-
-def _from_checkpoint(args: argparse.Namespace) -> None:
-    """Fill ``args`` with the spec, parameters and options recorded in the --resume directory."""
-    given = [flag for flag, attr in _RESUME_REFUSES if getattr(args, attr, None) not in (None, False, [])]
-    if given:
-        raise UsageError(f"--resume takes the spec, parameters and options from the checkpoint, so {given[0]} "
-                         "cannot be given with it; allowed with --resume: --master, --partitions, --json, --out, "
-                         "--html, --progress")
-    spark_engine()  # the checkpoint module needs numpy
-    from kafkamc.checker import spark_checkpoint
-
-    identity, _ = spark_checkpoint.load(args.resume)
-    args.engine = "spark"
-    args.spec = identity.spec
-    args.params_recorded = dict(identity.params)
-    args.invariant = list(identity.properties)
-    args.symmetry, args.deadlock = identity.symmetry, identity.deadlock
-    args.max_depth, args.max_states = identity.max_depth, identity.max_states
-
-
 def _cmd_check(args: argparse.Namespace) -> int:
-    if args.resume is not None:
-        _from_checkpoint(args)
-    elif args.spec is None:
-        raise UsageError("check needs SPEC (a bundled spec name or module:Class), or --resume DIR")
+    args.resume_manifest = prepare_resume(args)
     check_counterexample_paths(args.out, args.html)
     result = run_check(args, args.spec)
     if ":" in args.spec:
         result = dataclasses.replace(result, extra={**result.extra, "spec_ref": args.spec})
+    ckpt = result.extra.get("checkpoint")
+    if ckpt is not None:
+        report_checkpoint(result, ckpt)
     written, unwritten = _write(result, args)
     for line in coverage_warnings(result):
         print(f"kafkamc: {printable(line)}", file=sys.stderr)
@@ -169,6 +153,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
             doc["recoverability"] = result.extra["recoverability"]
         if result.extra.get("checker") == "liveness":
             doc["liveness"] = result.extra["liveness"]
+        if ckpt is not None:
+            doc["checkpoint"] = checkpoint_json(ckpt)
         print(json.dumps(doc))
     else:
         print(printable_lines(render_summary(result)))
