@@ -1172,6 +1172,7 @@ def _run(sc: Any, spec: Spec, props: Sequence[Property], invs: list, aprops: lis
                 "visited_max_partition": max(m["visited"] for m in ms),
                 "frontier_bytes": sum(m["frontier_bytes"] for m in ms),
                 "storage_used_bytes": storage_used,
+                "checkpoint_bytes": 0 if root is None else sum(f.size for f in files),
             })
             if root is not None and found is None:
                 record(level, files, new_total)
@@ -1209,15 +1210,9 @@ def _blocks(stats: dict, partitions: int) -> list[FileEntry]:
 
 
 def _storage_used(sc: Any) -> int:
-    """Bytes of Spark's storage memory in use (cached blocks) over every block manager, or -1."""
+    """Bytes of the cached RDD blocks (in memory or spilled to disk) over every executor, or -1."""
     try:
-        status = sc._jsc.sc().getExecutorMemoryStatus()
-        it = status.valuesIterator()
-        used = 0
-        while it.hasNext():
-            pair = it.next()
-            used += int(pair._1()) - int(pair._2())
-        return used
+        return sum(int(info.memSize()) + int(info.diskSize()) for info in sc._jsc.sc().getRDDStorageInfo())
     except Exception:
         return -1
 

@@ -22,7 +22,6 @@ import hashlib
 import os
 import re
 import struct
-import tempfile
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -30,6 +29,7 @@ import numpy as np
 from kafkamc.checker.checkpoint import Checkpointer
 from kafkamc.checker.manifest import FileEntry, Manifest, runtime_identity, verify_file
 from kafkamc.errors import UsageError
+from kafkamc.safewrite import write_file
 
 __all__ = ["ENGINE", "LevelState", "SparkCheckpointer", "write_block", "read_block"]
 
@@ -124,21 +124,12 @@ def write_block(root: str, level: int, index: int, visited: np.ndarray, packed: 
         h.update(part)
     digest = h.hexdigest()
     name = f"spark.{level}.{index}.{digest[:16]}.blk"
-    fd, tmp = tempfile.mkstemp(dir=root, prefix=f".{name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o644)  # mkstemp's 0600 would keep executors running as another user out
-        with os.fdopen(fd, "wb") as fh:
-            for part in parts:
-                fh.write(part)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, os.path.join(root, name))
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+
+    def fill(fh: Any) -> None:
+        for part in parts:
+            fh.write(part)
+
+    write_file(os.path.join(root, name), fill, "--checkpoint: cannot write")
     return name, digest, sum(len(part) for part in parts)
 
 
