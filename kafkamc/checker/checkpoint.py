@@ -44,8 +44,9 @@ ENGINE = "local"
 LOCK = ".lock"
 # States per pickle in a frontier file: large enough to pickle fast, small enough to stream.
 _CHUNK_STATES = 4096
-# Names of the data files this module writes (and may remove): anything else is left alone.
-_DATA_FILE = re.compile(r"^(visited|frontier)\.(\d+)(\.\d+)?\.(bin|pkl)$")
+# Names of the data files this module writes (and may remove), and of their temporary files that
+# a run killed outright leaves behind: anything else is left alone.
+_DATA_FILE = re.compile(r"^(\.?(visited|frontier)\.\d+(\.\d+)?\.(bin|pkl)(\.[^.]+\.tmp)?|\.manifest\.json\.[^.]+\.tmp)$")
 
 
 @dataclass(frozen=True, slots=True)
