@@ -265,6 +265,9 @@ class Checkpointer:
         if [8, parent.itemsize, sidx.itemsize] != arrays.get("itemsize"):
             raise UsageError(f"--resume {self.directory}: the checkpoint's arrays were written with other item sizes; "
                              "allowed: a checkpoint written on this kind of machine")
+        if m.files[0].size != n * (8 + parent.itemsize + sidx.itemsize):
+            raise UsageError(f"--resume {self.directory}: {m.files[0].name} holds {m.files[0].size} bytes, not the "
+                             f"{n} visited states the manifest counts; allowed: an intact checkpoint")
         fps = array("q")
         with open(paths[0], "rb") as fh:
             for arr in (fps, parent, sidx):
