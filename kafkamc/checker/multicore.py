@@ -328,12 +328,13 @@ class _Remote:
         return self.result()
 
     def send(self, *msg: Any) -> None:
-        if msg[0] in ("expand", "keep"):
-            self.expanding = msg[0] == "expand"
-        self.waiting = True
-        # Whole or not at all: a message cut by a signal would leave the pipe out of step.
+        # Whole or not at all: a message cut by a signal would leave the pipe out of step; and
+        # `waiting` says exactly whether a request is out (abandon() waits for its reply).
         with _signals_held():
             self.conn.send(msg)
+            if msg[0] in ("expand", "keep"):
+                self.expanding = msg[0] == "expand"
+            self.waiting = True
 
     def _receive(self, timeout: float | None = None) -> Any:
         """The reply to the request sent, kept until taken: the wait can be interrupted (nothing is
@@ -350,14 +351,14 @@ class _Remote:
         return self._reply
 
     def abandon(self) -> None:
-        """Make the worker drop what it is doing (at its next state) and wait for it to be idle."""
-        if not self.waiting:
-            return
-        self.meter[2] = 1
-        try:
-            self._receive(ABANDON_WAIT)
-        finally:
-            self.meter[2] = 0
+        """Make the worker drop what it is doing (at its next state) and wait for it to be idle;
+        its reply, or one received but not yet taken, is dropped."""
+        if self.waiting:
+            self.meter[2] = 1
+            try:
+                self._receive(ABANDON_WAIT)
+            finally:
+                self.meter[2] = 0
         self._reply = None
 
     def result(self) -> Any:
