@@ -85,13 +85,19 @@ class Resumed:
     frontier_paths: tuple[str, ...]
     directory: str
 
-    def restore(self, coverage: tuple[list[int], list[int], list[int]], fpr: Any) -> tuple[Any, ...]:
-        """Set the engine's coverage counters and fingerprinter as they were at the boundary; the
-        rest of its state: (table, lineage, distinct states, depth, level_start, generated)."""
+    def restore(self, coverage: tuple[list[int], list[int], list[int]], fpr: Any, frontier: Any,
+                watch: Any) -> tuple[Any, ...]:
+        """Set the engine's coverage counters and fingerprinter as they were at the boundary, fill
+        its (empty) ``frontier`` (a list or a ``Frontier``) and tell its ``watch`` (if any); the rest
+        of its state: (table, lineage, distinct states, depth, level_start, generated)."""
         b = self.boundary
         for into, saved in zip(coverage, (b.cov_enabled, b.cov_generated, b.cov_distinct)):
             into[:] = saved
         fpr.validate_left = b.validate_left
+        for part in self.frontier():
+            frontier.extend(part)
+        if watch is not None:
+            watch.resumed(b.generated)
         return self.table, self.lineage, b.distinct, b.depth, b.level_start, b.generated
 
     def frontier(self) -> Iterator[list[Any]]:

@@ -271,12 +271,9 @@ def _explore(
             if bad is not None:
                 violated, bad_path, bad_at = bad, lineage.path(n - 1), (n - 1, None)
     if resumed is not None:
-        table, lineage, n, depth, level_start, generated = resumed.restore((cov_en, cov_gen, cov_new), fpr)
-        for part in resumed.frontier():
-            frontier.extend(part)
+        table, lineage, n, depth, level_start, generated = resumed.restore(
+            (cov_en, cov_gen, cov_new), fpr, frontier, watch)
         started -= resumed.boundary.seconds
-        if watch is not None:
-            watch.resumed(generated)
     if progress:
         progress(LevelStats(depth, n, generated, len(frontier), time.perf_counter() - started))
     if violated is not None:

@@ -526,12 +526,9 @@ def _explore_multicore(
                 bad_path = lineage.path(n - 1)
                 bad_at = (n - 1, None)
     if resumed is not None:
-        table, lineage, n, depth, level_start, generated = resumed.restore((cov_en, cov_gen, cov_new), fpr)
-        for part in resumed.frontier():
-            frontier.extend(part)
+        table, lineage, n, depth, level_start, generated = resumed.restore(
+            (cov_en, cov_gen, cov_new), fpr, frontier, watch)
         started -= resumed.boundary.seconds
-        if watch is not None:
-            watch.resumed(generated)
 
     def result(kind: str) -> CheckResult:
         return CheckResult(
