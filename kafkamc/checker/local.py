@@ -242,6 +242,9 @@ def _explore(
             violated=violated, distinct_states=n, states_generated=generated, depth=depth,
             seconds=time.perf_counter() - started, trace=trace, reason=reason, symmetry=symmetry,
             coverage=coverage_of([a[1] for a in actions], cov_en, cov_gen, cov_new),
+            # For benchmarks/bench.py: the visited set's bytes, and what went to disk.
+            extra={"visited_bytes": table.nbytes + lineage.nbytes, "frontier_levels_on_disk": store.spilled_levels,
+                   "frontier_bytes_written": store.bytes_written},
         )
 
     if watch is not None:

@@ -538,7 +538,8 @@ def _explore_multicore(
             seconds=time.perf_counter() - started,
             trace=None if bad_path is None else checked_replay(
                 spec, bad_path, violated, props, key=key, expected=recorded(table, lineage, *bad_at)),
-            reason=reason, symmetry=symmetry, extra={"workers": len(handles) if handles else 1},
+            reason=reason, symmetry=symmetry,
+            extra={"workers": len(handles) if handles else 1, "visited_bytes": table.nbytes + lineage.nbytes},
             coverage=coverage_of(names, cov_en, cov_gen, cov_new),
         )
 
