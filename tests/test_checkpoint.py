@@ -28,9 +28,13 @@ HOLDS = ("replication", {"replicas": 2, "model": "tla"})  # ok: 5,973 states, de
 FAILS = ("replication", {"replicas": 2, "truncation": "kip279"})  # strong-isr fails after 11 steps
 
 
-def _engine(workers: int):
+def _engine(workers: int | str):
     if workers == 1:
         return lambda spec, props, **kw: explore(spec, props, **kw)
+    if workers == "spill":
+        # One process, every level's states in files (checker/frontier.py): the checkpoint reads
+        # a level from its file before it is expanded, and again after a stop.
+        return lambda spec, props, **kw: explore(spec, props, frontier_memory=1, **kw)
     # Fork as soon as a level has 100 states, so the workers hold most levels' frontier.
     return lambda spec, props, **kw: explore_multicore(spec, props, workers=workers, fork_threshold=100, **kw)
 
@@ -54,7 +58,7 @@ def _checkpointer(directory, ref, spec, props, resume: bool):
 
 
 @pytest.mark.parametrize("model", [HOLDS, FAILS], ids=["holds", "fails"])
-@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("workers", [1, 2, "spill"])
 def test_stopped_at_successive_levels_and_resumed_equals_uninterrupted(tmp_path, model, workers):
     ref, params = model
     spec = build_spec(ref, params)
@@ -73,7 +77,7 @@ def test_stopped_at_successive_levels_and_resumed_equals_uninterrupted(tmp_path,
     assert _outcome(r) == _outcome(whole)
 
 
-@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("workers", [1, 2, "spill"])
 def test_stopped_inside_a_level_and_resumed_equals_uninterrupted(tmp_path, workers):
     """Stopped from the progress timer (a signal handler, so at any bytecode of the engine) while
     level 4 is being expanded: the level is dropped, the workers set it aside, and the resumed run
@@ -225,14 +229,50 @@ def test_a_directory_holding_a_checkpoint_is_not_overwritten(tmp_path, capsys):
     assert code == 2 and "--checkpoint-every applies only with" in err
     code, _, err = _cli(capsys, "check")
     assert code == 2 and "or --resume DIR" in err
+    with Checkpointer(target, {}, {}, 0.0, read_manifest(target)):
+        code, _, err = _cli(capsys, "check", "--resume", target)
+    assert code == 2 and "another kafkamc run is writing this checkpoint" in err
+
+
+def _env():
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([ROOT, TESTS, os.environ.get("PYTHONPATH", "")])}
+
+
+LADDER = ["toyspecs:Ladder", "-p", "width=3000", "-p", "rungs=8", "-p", "top=true", "-i", "rung-below-top"]
+
+
+def test_sigkill_leaves_the_last_level_checkpoint(tmp_path):
+    """A run killed outright (no handler runs) leaves its last complete checkpoint, which resumes to
+    the uninterrupted result; what the kill cut short is not taken for a checkpoint."""
+    target = str(tmp_path / "ck")
+    proc = subprocess.Popen([sys.executable, "-m", "kafkamc", "check", *LADDER, "-p", "delay_us=300", "--workers",
+                             "2", "--progress", "--checkpoint", target, "--checkpoint-every", "0"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env(),
+                            cwd=str(tmp_path), start_new_session=True)
+    try:
+        for line in proc.stderr:
+            if line.startswith("level 5:"):
+                break
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        proc.kill()
+    assert read_manifest(target).level >= 4
+    resumed = subprocess.run([sys.executable, "-m", "kafkamc", "check", "--resume", target, "--json"],
+                             capture_output=True, text=True, env=_env(), cwd=str(tmp_path), timeout=120)
+    whole = subprocess.run([sys.executable, "-m", "kafkamc", "check", *LADDER, "--json"],
+                           capture_output=True, text=True, env=_env(), cwd=str(tmp_path), timeout=120)
+    assert resumed.returncode == whole.returncode == 1, resumed.stderr
+    assert _json_outcome(resumed.stdout) == _json_outcome(whole.stdout)
+    assert sorted(os.listdir(target)) == [".lock", MANIFEST]  # finished: no data or temporary file left
 
 
 def test_sigterm_mid_level_with_workers_then_resume(tmp_path):
     """A real SIGTERM while two workers expand a level: exit 4, the checkpoint of the last boundary
     (the workers set the level aside and write their segments), and a resumed run in a new process
     that ends as an uninterrupted one."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([ROOT, TESTS, os.environ.get("PYTHONPATH", "")])}
-    spec = ["toyspecs:Ladder", "-p", "width=3000", "-p", "rungs=8", "-p", "top=true", "-i", "rung-below-top"]
+    env = _env()
+    spec = LADDER
     target = str(tmp_path / "ck")
     slow = ["-p", "delay_us=500"]
     proc = subprocess.Popen([sys.executable, "-m", "kafkamc", "check", *spec, *slow, "--workers", "2", "--progress",

@@ -9,7 +9,7 @@ there explores exactly what the uninterrupted run explores next, in the same ord
 with the same counts, depth, verdict and trace.
 
 A checkpoint is a directory: ``visited.<g>.bin`` (the fingerprint, parent and successor-index
-arrays of generation ``g``), ``frontier.<g>.<part>.pkl`` (the frontier in order, in one or more
+columns of generation ``g``, ``checker/fptable.py`` and ``checker/lineage.py``, as raw arrays), ``frontier.<g>.<part>.pkl`` (the frontier in order, in one or more
 parts: each worker of the multicore engine writes its own segment) and ``manifest.json``
 (``kafkamc.checker.manifest``), written last: until its rename the previous generation is the
 checkpoint, after it the new one, and the files of other generations are then removed. A lock
@@ -26,10 +26,13 @@ import os
 import pickle
 import re
 import time
-from array import array
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
+import numpy as np
+
+from kafkamc.checker.fptable import FingerprintTable
+from kafkamc.checker.lineage import Lineage
 from kafkamc.checker.manifest import (
     FileEntry, Manifest, has_manifest, refuse_mismatch, runtime_identity, verify_file,
     write_data_file, write_manifest,
@@ -44,8 +47,9 @@ ENGINE = "local"
 LOCK = ".lock"
 # States per pickle in a frontier file: large enough to pickle fast, small enough to stream.
 _CHUNK_STATES = 4096
-# Names of the data files this module writes (and may remove): anything else is left alone.
-_DATA_FILE = re.compile(r"^(visited|frontier)\.(\d+)(\.\d+)?\.(bin|pkl)$")
+# Names of the data files this module writes (and may remove), and of their temporary files that
+# a run killed outright leaves behind: anything else is left alone.
+_DATA_FILE = re.compile(r"^(\.?(visited|frontier)\.\d+(\.\d+)?\.(bin|pkl)(\.[^.]+\.tmp)?|\.manifest\.json\.[^.]+\.tmp)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,39 +80,64 @@ class Resumed:
     """What the engine continues from."""
 
     boundary: Boundary
-    seen: dict[int, int]
-    parent: array
-    sidx: array
-    frontier: list[Any]
+    table: FingerprintTable
+    lineage: Lineage
+    frontier_paths: tuple[str, ...]
+    directory: str
 
-    def restore(self, coverage: tuple[list[int], list[int], list[int]], fpr: Any) -> tuple[Any, ...]:
-        """Set the engine's coverage counters and fingerprinter as they were at the boundary; the
-        rest of its state: (seen, parent, sidx, frontier, depth, level_start, generated)."""
+    def restore(self, coverage: tuple[list[int], list[int], list[int]], fpr: Any, frontier: Any,
+                watch: Any) -> tuple[Any, ...]:
+        """Set the engine's coverage counters and fingerprinter as they were at the boundary, fill
+        its (empty) ``frontier`` (a list or a ``Frontier``) and tell its ``watch`` (if any); the rest
+        of its state: (table, lineage, distinct states, depth, level_start, generated)."""
         b = self.boundary
         for into, saved in zip(coverage, (b.cov_enabled, b.cov_generated, b.cov_distinct)):
             into[:] = saved
         fpr.validate_left = b.validate_left
-        return self.seen, self.parent, self.sidx, self.frontier, b.depth, b.level_start, b.generated
+        for part in self.frontier():
+            frontier.extend(part)
+        if watch is not None:
+            watch.resumed(b.generated)
+        return self.table, self.lineage, b.distinct, b.depth, b.level_start, b.generated
+
+    def frontier(self) -> Iterator[list[Any]]:
+        """The frontier's states in order, a chunk at a time (the files were verified on load)."""
+        count = 0
+        for path in self.frontier_paths:
+            for chunk in read_frontier(path):
+                count += len(chunk)
+                yield chunk
+        expected = self.boundary.distinct - self.boundary.level_start
+        if count != expected:
+            raise UsageError(f"--resume {self.directory}: the checkpoint's frontier holds {count} states, its manifest "
+                             f"says {expected}; allowed: an intact checkpoint")
 
 
-def write_frontier(directory: str, name: str, states: Sequence[Any]) -> FileEntry:
-    """Write ``states`` (a frontier or a worker's segment of it, in order) as one data file."""
+def chunked(states: Sequence[Any]) -> Iterator[Sequence[Any]]:
+    """A list of states as the chunks ``write_frontier`` takes."""
+    for lo in range(0, len(states), _CHUNK_STATES):
+        yield states[lo:lo + _CHUNK_STATES]
+
+
+def write_frontier(directory: str, name: str, chunks: Iterable[Sequence[Any]]) -> FileEntry:
+    """Write a frontier or a worker's segment of it, given as chunks of states in order, as one
+    data file."""
 
     def fill(out: Any) -> None:
-        for lo in range(0, len(states), _CHUNK_STATES):
-            pickle.dump(list(states[lo:lo + _CHUNK_STATES]), out, protocol=pickle.HIGHEST_PROTOCOL)
+        for chunk in chunks:
+            pickle.dump(list(chunk), out, protocol=pickle.HIGHEST_PROTOCOL)
 
     return write_data_file(directory, name, fill)
 
 
-def read_frontier(path: str) -> Iterator[Any]:
+def read_frontier(path: str) -> Iterator[list[Any]]:
+    """The chunks ``write_frontier`` wrote, in order."""
     with open(path, "rb") as fh:
         while True:
             try:
-                chunk = pickle.load(fh)
+                yield pickle.load(fh)
             except EOFError:
                 return
-            yield from chunk
 
 
 def finished_doc(result: CheckResult) -> dict[str, Any]:
@@ -198,32 +227,29 @@ class Checkpointer:
     def frontier_name(self, generation: int, part: int) -> str:
         return f"frontier.{generation}.{part}.pkl"
 
-    def save(self, boundary: Boundary, seen: Mapping[int, int], parent: array, sidx: array,
-             frontier: Sequence[Any] | None = None, frontier_files: Iterable[FileEntry] = (),
+    def save(self, boundary: Boundary, table: FingerprintTable, lineage: Lineage,
+             frontier: Iterable[Sequence[Any]] | None = None, frontier_files: Iterable[FileEntry] = (),
              generation: int | None = None, began: float | None = None) -> None:
-        """Write the checkpoint of ``boundary``: the visited arrays (the first ``boundary.distinct``
-        entries) and the frontier, given as states or as files already written (a worker's, since
-        ``began``)."""
+        """Write the checkpoint of ``boundary``: the first ``boundary.distinct`` fingerprints and
+        lineage records (a level cut short may have added more) and the frontier, given as chunks
+        of states or as files already written (a worker's, since ``began``)."""
         began = time.perf_counter() if began is None else began
         gen = generation if generation is not None else self.next_generation()
         n = boundary.distinct
-        if len(parent) < n or len(sidx) < n or len(seen) < n:
+        columns = (table.fingerprints()[:n], *(c[:n] for c in lineage.columns()))
+        if any(len(c) < n for c in columns):
             raise ValueError("internal: a checkpoint of more states than were visited")
 
         def fill(out: Any) -> None:
-            fps = array("q", seen)
-            out.write(memoryview(fps)[:n])
-            del fps
-            out.write(memoryview(parent)[:n])
-            out.write(memoryview(sidx)[:n])
+            for column in columns:
+                out.write(np.ascontiguousarray(column))
 
         files = [write_data_file(self.directory, f"visited.{gen}.bin", fill)]
         if frontier is not None:
             files.append(write_frontier(self.directory, self.frontier_name(gen, 0), frontier))
         files.extend(frontier_files)
         state = boundary.to_json()
-        state["arrays"] = {"fingerprint": "q", "parent": parent.typecode, "successor": sidx.typecode,
-                           "itemsize": [8, parent.itemsize, sidx.itemsize]}
+        state["columns"] = [c.dtype.str for c in columns]
         self._commit(Manifest(engine=self.engine, spec=self.spec, runtime=runtime_identity(), options=self.options,
                               generation=gen, level=boundary.depth, files=tuple(files), state=state))
         self.saved = boundary
@@ -267,28 +293,25 @@ class Checkpointer:
         began = time.perf_counter()
         paths = [verify_file(self.directory, f) for f in m.files]
         boundary = Boundary.from_json(m.state)
-        arrays = m.state.get("arrays", {})
         n = boundary.distinct
-        parent, sidx = array(arrays.get("parent", "q")), array(arrays.get("successor", "l"))
-        if [8, parent.itemsize, sidx.itemsize] != arrays.get("itemsize"):
-            raise UsageError(f"--resume {self.directory}: the checkpoint's arrays were written with other item sizes; "
-                             "allowed: a checkpoint written on this kind of machine")
-        fps = array("q")
+        where = f"--resume {self.directory}:"
+        try:
+            dtypes = [np.dtype(t) for t in m.state["columns"]]
+        except (KeyError, TypeError):
+            raise UsageError(f"{where} the manifest does not describe its columns; allowed: an intact checkpoint") from None
+        if m.files[0].size != n * sum(d.itemsize for d in dtypes):
+            raise UsageError(f"{where} {m.files[0].name} holds {m.files[0].size} bytes, not the {n} visited states "
+                             "the manifest counts; allowed: an intact checkpoint")
         with open(paths[0], "rb") as fh:
-            for arr in (fps, parent, sidx):
-                arr.fromfile(fh, n)
-        seen = dict(zip(fps, range(n)))
-        del fps
-        frontier: list[Any] = []
-        for path in paths[1:]:
-            frontier.extend(read_frontier(path))
-        if len(seen) != n or len(frontier) != n - boundary.level_start:
-            raise UsageError(f"--resume {self.directory}: the checkpoint's files disagree with its manifest "
-                             f"({len(seen)} visited and {len(frontier)} frontier states, the manifest says {n} and "
-                             f"{n - boundary.level_start}); allowed: an intact checkpoint")
+            fps, parent, sidx = (np.fromfile(fh, dtype=d, count=n) for d in dtypes)
+        try:
+            table = FingerprintTable.of(fps.astype(np.int64, copy=False))
+            lineage = Lineage.of(parent, sidx)
+        except ValueError as exc:
+            raise UsageError(f"{where} {m.files[0].name} is damaged ({exc}); allowed: an intact checkpoint") from None
         self._last = time.monotonic()
         self.load_seconds = time.perf_counter() - began
-        return Resumed(boundary, seen, parent, sidx, frontier)
+        return Resumed(boundary, table, lineage, tuple(paths[1:]), self.directory)
 
 
 def refuse_other_run(manifest: Manifest, spec: Mapping[str, Any], options: Mapping[str, Any], directory: str) -> None:

@@ -25,10 +25,14 @@ import time
 from array import array
 from typing import Any, Callable, Iterator, Sequence
 
-from kafkamc.checker.checkpoint import Boundary, Checkpointer, write_frontier
+import numpy as np
+
+from kafkamc.checker.checkpoint import Boundary, Checkpointer, chunked, write_frontier
 from kafkamc.checker.fingerprint import Fingerprinter
+from kafkamc.checker.fptable import FingerprintTable
+from kafkamc.checker.lineage import MAX_SUCCESSORS, Lineage
 from kafkamc.checker.local import (
-    Progress, _classify, _path, explore, first_violation, gc_paused, recorded, rollback, state_key_function,
+    Progress, _classify, explore, first_violation, gc_paused, recorded, state_key_function, tally,
 )
 from kafkamc.checker.manifest import FileEntry
 from kafkamc.checker.resources import die_with_parent
@@ -146,8 +150,8 @@ class _Segment:
                 raise
             except Exception as exc:
                 raise _classify(self.spec, s, exc, self.invs, self.aprops) from exc
-            if i >= 1 << 16:
-                raise UsageError(f"spec {self.spec.name}: a state has {i} successors; at most 65535 are supported")
+            if i > MAX_SUCCESSORS:
+                raise UsageError(f"spec {self.spec.name}: a state has {i} successors; at most {MAX_SUCCESSORS} are supported")
             generated += i
             if i == 0 and self.deadlock and dead_found is None:
                 dead_found = pos
@@ -174,26 +178,7 @@ class _Segment:
         dist = self._distinct(idx)
         if upto is None:
             return self.level_cov[0], self.level_cov[1], dist
-        p, constraint = self.p, self.spec.constraint
-        en = [0] * len(self.actions)
-        gen = [0] * len(self.actions)
-        left = upto + 1
-        for s in self.frontier:
-            if constraint is not None and not constraint(p, s):
-                continue
-            for ai, _, fn in self.actions:
-                c = 0
-                for _ in fn(p, s):
-                    c += 1
-                    if c == left:
-                        break
-                if c:
-                    en[ai] += 1
-                    gen[ai] += c
-                    left -= c
-                    if not left:
-                        return en, gen, dist
-        return en, gen, dist
+        return (*tally(self.p, self.actions, self.spec.constraint, self.frontier, upto), dist)
 
     def keep(self, chosen: bytes) -> tuple[int, Any, list[int]]:
         """Keep the chosen candidates as the next segment; check invariants on them."""
@@ -233,7 +218,7 @@ class _Segment:
         """Write the segment (``frontier``, or ``base``: the one the last expand started from)
         as a checkpoint's frontier file; its entry and how many states it holds."""
         states = self.base if which == "base" else self.frontier
-        return write_frontier(directory, name, states), len(states)
+        return write_frontier(directory, name, chunked(states)), len(states)
 
 
 def _serve(conn: Any, segment: _Segment, parent_pid: int) -> None:
@@ -328,12 +313,13 @@ class _Remote:
         return self.result()
 
     def send(self, *msg: Any) -> None:
-        if msg[0] in ("expand", "keep"):
-            self.expanding = msg[0] == "expand"
-        self.waiting = True
-        # Whole or not at all: a message cut by a signal would leave the pipe out of step.
+        # Whole or not at all: a message cut by a signal would leave the pipe out of step; and
+        # `waiting` says exactly whether a request is out (abandon() waits for its reply).
         with _signals_held():
             self.conn.send(msg)
+            if msg[0] in ("expand", "keep"):
+                self.expanding = msg[0] == "expand"
+            self.waiting = True
 
     def _receive(self, timeout: float | None = None) -> Any:
         """The reply to the request sent, kept until taken: the wait can be interrupted (nothing is
@@ -350,14 +336,14 @@ class _Remote:
         return self._reply
 
     def abandon(self) -> None:
-        """Make the worker drop what it is doing (at its next state) and wait for it to be idle."""
-        if not self.waiting:
-            return
-        self.meter[2] = 1
-        try:
-            self._receive(ABANDON_WAIT)
-        finally:
-            self.meter[2] = 0
+        """Make the worker drop what it is doing (at its next state) and wait for it to be idle;
+        its reply, or one received but not yet taken, is dropped."""
+        if self.waiting:
+            self.meter[2] = 1
+            try:
+                self._receive(ABANDON_WAIT)
+            finally:
+                self.meter[2] = 0
         self._reply = None
 
     def result(self) -> Any:
@@ -461,17 +447,21 @@ def explore_multicore(
     fork_threshold: int = FORK_THRESHOLD,
     max_memory: int | None = None,
     progress_every: float = PROGRESS_EVERY,
+    frontier_memory: int | None = None,
+    frontier_dir: str | os.PathLike[str] | None = None,
     checkpoint: Checkpointer | None = None,
 ) -> CheckResult:
     """Like ``local.explore`` (same results), on ``workers`` processes once levels are large.
 
-    ``max_memory`` bounds the memory of the parent and its workers together. With
-    ``checkpoint``, each worker writes its segment of the frontier into the checkpoint.
+    ``max_memory`` bounds the memory of the parent and its workers together. ``frontier_memory``
+    and ``frontier_dir`` apply with one worker (``local.explore``); several keep their slices of
+    the frontier in memory. With ``checkpoint``, each worker writes its segment of the frontier
+    into the checkpoint.
     """
     if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         return explore(spec, properties, max_depth=max_depth, max_states=max_states, symmetry=symmetry,
                        deadlock=deadlock, progress=progress, max_memory=max_memory, progress_every=progress_every,
-                       checkpoint=checkpoint)
+                       frontier_memory=frontier_memory, frontier_dir=frontier_dir, checkpoint=checkpoint)
     with gc_paused(), Watch(progress, max_memory=max_memory, every=progress_every) as watch:
         return watch.annotate(_explore_multicore(
             spec, properties, workers=workers, max_depth=max_depth, max_states=max_states, symmetry=symmetry,
@@ -501,9 +491,9 @@ def _explore_multicore(
     key, fpr = state_key_function(spec, inits[0], symmetry)
     invs = [(pr.name, pr.fn) for pr in props if pr.kind == "invariant"]
 
-    seen: dict[int, int] = {}
-    parent = array("q")
-    sidx = array("l")
+    table = FingerprintTable()
+    lineage = Lineage()
+    n = 0  # distinct states (a level cut short by a bound leaves more fingerprints in the table)
     generated = len(inits)
     depth = 1
     violated: str | None = None
@@ -516,39 +506,40 @@ def _explore_multicore(
     cov_new = [0] * len(names)
     frontier: list[Any] = []
     level_start = 0
+    if len(inits) > MAX_SUCCESSORS:
+        raise UsageError(f"spec {spec.name}: {len(inits)} initial states; at most {MAX_SUCCESSORS} are supported")
     resumed = checkpoint.resume() if checkpoint is not None else None
-    for i, s in enumerate(inits if resumed is None else ()):
+    ikeys = []
+    for s in inits if resumed is None else ():
         fpr.check(s)
-        k = key(s)
-        if k in seen:
-            continue
-        if max_states is not None and len(seen) >= max_states:
+        ikeys.append(key(s))
+    for i in np.flatnonzero(table.insert(np.array(ikeys, dtype=np.int64))).tolist():
+        if max_states is not None and n >= max_states:
             reason = "max-states"
             break
-        seen[k] = len(parent)
-        parent.append(-1)
-        sidx.append(i)
-        frontier.append(s)
+        lineage.append(-1, i)
+        n += 1
+        frontier.append(inits[i])
         if violated is None:
-            violated = first_violation(p, s, invs)
+            violated = first_violation(p, inits[i], invs)
             if violated is not None:
-                bad_path = _path(parent, sidx, len(parent) - 1)
-                bad_at = (len(parent) - 1, None)
+                bad_path = lineage.path(n - 1)
+                bad_at = (n - 1, None)
     if resumed is not None:
-        seen, parent, sidx, frontier, depth, level_start, generated = resumed.restore((cov_en, cov_gen, cov_new), fpr)
+        table, lineage, n, depth, level_start, generated = resumed.restore(
+            (cov_en, cov_gen, cov_new), fpr, frontier, watch)
         started -= resumed.boundary.seconds
-        if watch is not None:
-            watch.resumed(generated)
 
     def result(kind: str) -> CheckResult:
         return CheckResult(
             spec=spec.name, params=p.as_dict(), engine="local", result=kind,
             invariants=tuple(pr.name for pr in props) + ((DEADLOCK,) if deadlock else ()),
-            violated=violated, distinct_states=len(seen), states_generated=generated, depth=depth,
+            violated=violated, distinct_states=n, states_generated=generated, depth=depth,
             seconds=time.perf_counter() - started,
             trace=None if bad_path is None else checked_replay(
-                spec, bad_path, violated, props, key=key, expected=recorded(seen, parent, *bad_at)),
-            reason=reason, symmetry=symmetry, extra={"workers": len(handles) if handles else 1},
+                spec, bad_path, violated, props, key=key, expected=recorded(table, lineage, *bad_at)),
+            reason=reason, symmetry=symmetry,
+            extra={"workers": len(handles) if handles else 1, "visited_bytes": table.nbytes + lineage.nbytes},
             coverage=coverage_of(names, cov_en, cov_gen, cov_new),
         )
 
@@ -572,12 +563,12 @@ def _explore_multicore(
             if reason is not None:  # the run is over (stopping its workers): no more lines
                 return None
             done = [h.pending() for h in handles]
-            return LevelStats(depth + 1, len(seen), generated + sum(g for _, g in done), sum(sizes),
+            return LevelStats(depth + 1, n, generated + sum(g for _, g in done), sum(sizes),
                               time.perf_counter() - started, within_level=True, expanded=sum(e for e, _ in done))
 
         watch.probe = probe
     if progress:
-        progress(LevelStats(depth, len(seen), generated, sum(sizes), time.perf_counter() - started))
+        progress(LevelStats(depth, n, generated, sum(sizes), time.perf_counter() - started))
     if reason is not None:
         return result(INCOMPLETE)
     if violated is not None:
@@ -591,8 +582,7 @@ def _explore_multicore(
             for h in handles:
                 h.send("expand")
             replies = [h.result() for h in handles]
-            n = len(parent)
-            chosen: list[array] = []
+            chosen: list[np.ndarray] = []
             found: tuple[Any, ...] | None = None  # (order key, name, path, (index, target fingerprint))
             dead: tuple[int, int] | None = None
             offset = level_start
@@ -600,36 +590,31 @@ def _explore_multicore(
             stop: str | None = None
             cut: tuple[int, int] | None = None  # (worker, ordinal of the successor a bound stopped at)
             for w, (kb, wb, ob, gen, aprop, dpos, _) in enumerate(replies):
-                keys = array("q")
-                keys.frombytes(kb)
-                where = array("q")
-                where.frombytes(wb)
-                keep = array("q")
+                keep = np.zeros(0, dtype=np.int64)
                 if dpos is not None and dead is None:
                     dead = (w, offset + dpos)
                 if aprop is not None:
                     order = (offset + aprop[0], aprop[1], 0)
                     if found is None or order < found[0]:
-                        found = (order, aprop[2], _path(parent, sidx, offset + aprop[0]) + [aprop[1]],
+                        found = (order, aprop[2], lineage.path(offset + aprop[0]) + [aprop[1]],
                                  (offset + aprop[0], aprop[3]))
                 if stop is None:
-                    for j, k in enumerate(keys):
-                        if k in seen:
-                            continue
-                        if last_level or (max_states is not None and n >= max_states):
-                            stop = "max-depth" if last_level else "max-states"
-                            ordinal = array("q")
-                            ordinal.frombytes(ob)
-                            generated = gen_before + ordinal[j] + 1
-                            cut = (w, ordinal[j])
-                            break
-                        seen[k] = n
-                        wh = where[j]
-                        parent.append(offset + (wh >> 16))
-                        sidx.append(wh & 0xFFFF)
-                        keep.append(j)
-                        n += 1
-                    if stop is None:
+                    # The worker's candidates are distinct and in its discovery order: which are
+                    # new is one vectorised insertion.
+                    keep = np.flatnonzero(table.insert(np.frombuffer(kb, dtype=np.int64)))
+                    bound = 0 if last_level else None if max_states is None else max_states - n
+                    if bound is not None and bound < len(keep):
+                        # The successor that would be one state too many stops the run.
+                        stop = "max-depth" if last_level else "max-states"
+                        ordinal = int(np.frombuffer(ob, dtype=np.int64)[keep[bound]])
+                        generated = gen_before + ordinal + 1
+                        cut = (w, ordinal)
+                        keep = keep[:bound]
+                        n += bound
+                    else:
+                        wh = np.frombuffer(wb, dtype=np.int64)[keep]
+                        lineage.extend(offset + (wh >> 16), wh & 0xFFFF)
+                        n += len(keep)
                         gen_before += gen
                 chosen.append(keep)
                 offset += sizes[w]
@@ -654,19 +639,19 @@ def _explore_multicore(
             for (count, inv, _), keep, w in zip(kept, chosen, range(len(handles))):
                 if inv is not None:
                     gidx = base + inv[0]
-                    wh = parent[gidx], sidx[gidx]
+                    wh = lineage.parent(gidx), lineage.successor_index(gidx)
                     order = (wh[0], wh[1], 1)
                     if found is None or order < found[0]:
-                        found = (order, inv[1], _path(parent, sidx, gidx), (gidx, None))
+                        found = (order, inv[1], lineage.path(gidx), (gidx, None))
                 base += count
             level_start += sum(sizes)
             sizes = [c for c, _, _ in kept]
             if sum(sizes):
                 depth += 1
             if progress:
-                progress(LevelStats(depth, len(seen), generated, sum(sizes), time.perf_counter() - started))
+                progress(LevelStats(depth, n, generated, sum(sizes), time.perf_counter() - started))
             if dead is not None:
-                violated, bad_path, bad_at = DEADLOCK, _path(parent, sidx, dead[1]), (dead[1], None)
+                violated, bad_path, bad_at = DEADLOCK, lineage.path(dead[1]), (dead[1], None)
             elif found is not None:
                 violated, bad_path, bad_at = found[1], found[2], found[3]
             if violated is not None:
@@ -677,7 +662,7 @@ def _explore_multicore(
             if checkpoint is not None and sum(sizes):
                 mark = (boundary(), "frontier")
                 if checkpoint.due():
-                    _save(checkpoint, mark, handles, seen, parent, sidx)
+                    _save(checkpoint, mark, handles, table, lineage)
     except KeyboardInterrupt as exc:
         reason = stop_reason(exc)
         # The work done in the level cut short: successors generated so far (as the workers last
@@ -685,15 +670,15 @@ def _explore_multicore(
         generated += sum(g for _, g in (h.pending() for h in handles))
         stopped = result(INCOMPLETE)
         if checkpoint is not None and mark is not None:
-            _save_stopped(checkpoint, mark, handles, seen, parent, sidx)
+            _save_stopped(checkpoint, mark, handles, table, lineage)
         return stopped
     finally:
         _stop_all(handles)
     return result(OK)
 
 
-def _save(checkpoint: Checkpointer, mark: tuple[Boundary, str], handles: list[Any], seen: dict[int, int],
-          parent: array, sidx: array) -> None:
+def _save(checkpoint: Checkpointer, mark: tuple[Boundary, str], handles: list[Any], table: FingerprintTable,
+          lineage: Lineage) -> None:
     """Checkpoint the boundary ``mark``: each worker writes its segment, the parent the rest."""
     b, which = mark
     began = time.perf_counter()
@@ -705,19 +690,19 @@ def _save(checkpoint: Checkpointer, mark: tuple[Boundary, str], handles: list[An
         raise SpecRaised("the engine", None, RuntimeError(
             f"internal: the workers hold {sum(c for _, c in parts)} frontier states, the level boundary "
             f"{b.distinct - b.level_start}"))
-    checkpoint.save(b, seen, parent, sidx, frontier_files=[entry for entry, _ in parts], generation=gen, began=began)
+    checkpoint.save(b, table, lineage, frontier_files=[entry for entry, _ in parts], generation=gen, began=began)
 
 
 def _save_stopped(checkpoint: Checkpointer, mark: tuple[Boundary, str], handles: list[Any],
-                  seen: dict[int, int], parent: array, sidx: array) -> None:
-    """A stopped run's checkpoint: the workers drop the level cut short, the parent forgets its
-    states, and the last boundary is saved. A worker that does not answer in time, or any failure,
-    leaves the last checkpoint written (``checkpoint.saved`` says which)."""
+                  table: FingerprintTable, lineage: Lineage) -> None:
+    """A stopped run's checkpoint: the workers drop the level cut short, and the last boundary
+    is saved (the first ``distinct`` entries of the table and lineage are the boundary's). A
+    worker that does not answer in time, or any failure, leaves the last checkpoint written
+    (``checkpoint.saved`` says which)."""
     try:
         for h in handles:
             h.abandon()
-        rollback(seen, parent, sidx, mark[0].distinct)
-        _save(checkpoint, mark, handles, seen, parent, sidx)
+        _save(checkpoint, mark, handles, table, lineage)
     except (KafkamcError, TimeoutError, OSError, EOFError) as exc:
         checkpoint.failure = str(exc) or type(exc).__name__
 

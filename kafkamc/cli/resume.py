@@ -31,7 +31,7 @@ SPARK = "spark"
 # The stops after which a checkpoint is continued rather than reported again.
 RESUMABLE = ("interrupted", "terminated", "max-memory")
 # Options that do not change results: free to differ on --resume.
-_FREE = ("--workers, --progress, --json, --out, --html, --max-memory, --checkpoint-every")
+_FREE = "--workers, --progress, --json, --out, --html, --max-memory, --frontier-memory, --frontier-dir, --checkpoint-every"
 
 
 def _minutes(text: str) -> float:
