@@ -90,3 +90,22 @@ def test_without_broker_epoch_requests_to_a_down_broker_wait():
 def test_broker_epoch_drops_requests_of_a_crashed_incarnation():
     res = check(["requests-reach-their-incarnation"], crashes=1, brokers=2)
     assert res.result == "ok", res.violated
+
+
+# -- controller-context-agrees-with-zk (KAFKA-3083) ---------------------------------------------
+
+@pytest.mark.parametrize("fencing", ["none", "epoch"])
+def test_zombie_write_leaves_the_new_controller_with_a_stale_context(fencing):
+    res = check(["controller-context-agrees-with-zk"], fencing=fencing)
+    assert (res.result, res.violated) == ("violation", "controller-context-agrees-with-zk")
+    steps = res.trace.steps
+    assert [st.action for st in steps[1:4]] == ["Elect(b1, epoch=1)", "SessionExpired(b1)", "Elect(b2, epoch=2)"]
+    assert steps[-1].action.startswith("ElectLeader(b1, ") and len(steps) == 5
+    last = steps[-1].state
+    assert last.brokers[1].context_leader_epoch == 0 < last.partition.leader_epoch
+
+
+def test_zkversion_fencing_keeps_the_controller_context_in_step():
+    res = check(["controller-context-agrees-with-zk"])
+    assert res.result == "ok", res.violated
+    assert (res.distinct_states, res.states_generated, res.depth) == DEFAULT_COUNTS

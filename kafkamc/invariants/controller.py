@@ -15,6 +15,7 @@ __all__ = [
     "zk_writes_fenced",
     "controller_epoch_bumped_by_owner",
     "requests_reach_their_incarnation",
+    "controller_context_agrees_with_zk",
     "controller_epoch_zk_version_in_step",
     "controller_context_epoch_in_step",
     "controller_epochs_not_ahead",
@@ -104,6 +105,28 @@ def requests_reach_their_incarnation(p, s) -> bool:
     without it nothing tells the new incarnation the request was not meant for it."""
     brokers = s.brokers
     return not any(r.old_incarnation and brokers[r.dest - 1].up for r in s.in_flight)
+
+
+@invariant(
+    "controller-context-agrees-with-zk",
+    "the controller of the current epoch caches the partition's leader epoch that ZooKeeper holds",
+)
+def controller_context_agrees_with_zk(p, s) -> bool:
+    """KAFKA-3083 ("a soft failure in controller may leave a topic partition in an inconsistent
+    state"): the controller sends LeaderAndIsr and UpdateMetadata from its cached partition state
+    (``controllerContext.partitionLeadershipInfo``), read on failover and updated by its own
+    writes. A zombie controller that writes the partition znode after the new controller read it
+    leaves the new controller sending a leader epoch that ZooKeeper has passed: brokers at the
+    newer epoch ignore it, and nothing makes the controller re-read. KAFKA-6082 (Kafka 2.1) fences
+    the zombie's write with ``CheckOp(/controller_epoch)``. Only the broker holding the current
+    epoch is held to it: a zombie's context is stale by definition."""
+    part = s.partition
+    ce = s.controller_epoch
+    for i, b in enumerate(s.brokers, 1):
+        if b.up and b.active_controller == i and b.epoch == ce and ce > 0:
+            if b.context_leader_epoch != part.leader_epoch:
+                return False
+    return True
 
 
 # -- Auxiliary invariants: what makes the four claims above inductive (``kafkamc prove``) --------

@@ -82,6 +82,7 @@ from kafkamc.invariants.liveness import controller_eventually_elected
 from kafkamc.invariants.recoverability import controller_can_recover
 from kafkamc.invariants.controller import (
     bounded_events_counted,
+    controller_context_agrees_with_zk,
     controller_context_epoch_in_step,
     controller_epoch_bumped_by_owner,
     controller_epoch_monotonic,
@@ -227,6 +228,7 @@ class Controller(Spec):
         zk_writes_fenced,
         controller_epoch_bumped_by_owner,
         requests_reach_their_incarnation,
+        controller_context_agrees_with_zk,
         # Auxiliary invariants for ``kafkamc prove`` (not defaults; each holds under ``check`` too).
         controller_epoch_zk_version_in_step,
         controller_context_epoch_in_step,
