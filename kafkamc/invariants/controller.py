@@ -16,6 +16,8 @@ __all__ = [
     "controller_epoch_bumped_by_owner",
     "requests_reach_their_incarnation",
     "controller_context_agrees_with_zk",
+    "broker_view_agrees_with_zk",
+    "replica_stopped_only_in_shutdown",
     "controller_epoch_zk_version_in_step",
     "controller_context_epoch_in_step",
     "controller_epochs_not_ahead",
@@ -126,7 +128,53 @@ def controller_context_agrees_with_zk(p, s) -> bool:
         if b.up and b.active_controller == i and b.epoch == ce and ce > 0:
             if b.context_leader_epoch != part.leader_epoch:
                 return False
+            # leader_isr_write: the cached leader too (its ISR lags a leader's own ISR write until
+            # /isr_change_notification is handled, by design).
+            if p.leader_isr_write and b.context_leader != part.leader:
+                return False
     return True
+
+
+@invariant(
+    "broker-view-agrees-with-zk",
+    "a running broker at ZooKeeper's leader epoch knows ZooKeeper's leader, and the leader its ISR and zkVersion",
+)
+def broker_view_agrees_with_zk(p, s) -> bool:
+    """Once a broker has the partition's current leader epoch (its LeaderAndIsr was delivered), it
+    follows the leader ZooKeeper names, and the leader holds ZooKeeper's ISR and zkVersion: the
+    leader decides the high watermark by that ISR and writes ISR changes conditioned on that
+    zkVersion. A leader whose cached zkVersion ZooKeeper has passed at its own leader epoch can never
+    change the ISR again (KAFKA-2729, "Cached zkVersion not equal to that in zookeeper"); KAFKA-1382
+    re-reads the znode after a failed write. A broker behind ZooKeeper's leader epoch is waiting
+    for a request, not disagreeing. Brokers keep the leader, ISR and zkVersion only with
+    leader_isr_write: otherwise only the controller writes the znode, once per leader epoch, and a
+    broker's copy is that write's."""
+    if not p.leader_isr_write:
+        return True
+    part = s.partition
+    if part.leader_epoch == 0:
+        return True
+    for i, b in enumerate(s.brokers, 1):
+        if b.up and b.leader_epoch == part.leader_epoch:
+            if b.leader != part.leader:
+                return False
+            if i == part.leader and (b.isr != part.isr or b.zk_version != part.zk_version):
+                return False
+    return True
+
+
+@invariant(
+    "replica-stopped-only-in-shutdown",
+    "a running broker's replica is stopped (StopReplica) only while that broker is in controlled shutdown",
+)
+def replica_stopped_only_in_shutdown(p, s) -> bool:
+    """KIP-380 (Kafka 2.2): "If a broker bounces during controlled shutdown, the bounced broker may
+    accidentally process its earlier generation's StopReplicaRequest sent from the active
+    controller for one of its follower replicas, leaving the replica offline while its remaining
+    replicas may stay online." The controller sends StopReplica only to a broker in controlled
+    shutdown; a running broker whose replica is stopped outside one stays offline until the next
+    leader change, unknown to the controller."""
+    return all(b.shutting_down or not b.stopped for b in s.brokers if b.up)
 
 
 # -- Auxiliary invariants: what makes the four claims above inductive (``kafkamc prove``) --------
