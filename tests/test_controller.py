@@ -11,7 +11,8 @@ from kafkamc.checker.local import explore
 from kafkamc.errors import UsageError
 from kafkamc.spec.controller import Controller, Kind, Session, _forget_others, _rename, canonical
 
-ALL = ("single-controller-per-epoch", "controller-epoch-monotonic", "no-stale-request-applied", "zk-writes-fenced")
+ALL = ("no-stale-request-applied", "zk-writes-fenced", "controller-context-agrees-with-zk", "broker-view-agrees-with-zk",
+       "replica-stopped-only-in-shutdown", "controller-epoch-bumped-by-owner")
 
 
 def check(invariants=None, *, symmetry=False, **params):
@@ -54,7 +55,8 @@ def test_defaults_and_default_invariants():
     assert tuple(pr.name for pr in Controller.default_properties()) == ALL
     kinds = {pr.name: pr.kind for pr in Controller.properties()}
     assert kinds["controller-epoch-monotonic"] == "action"
-    assert all(kinds[n] == "invariant" for n in ALL if n != "controller-epoch-monotonic")
+    assert kinds["controller-epoch-bumped-by-owner"] == "action"
+    assert all(kinds[n] == "invariant" for n in ALL if n != "controller-epoch-bumped-by-owner")
 
 
 def test_bad_parameters_are_usage_errors():
