@@ -15,6 +15,7 @@ enough to pay for them; small models never leave the parent process.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import multiprocessing
 import os
@@ -22,10 +23,11 @@ import pickle
 import signal
 import time
 from array import array
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from kafkamc.checker.checkpoint import Boundary, Checkpointer, chunked, write_frontier
 from kafkamc.checker.fingerprint import Fingerprinter
 from kafkamc.checker.fptable import FingerprintTable
 from kafkamc.checker.lineage import MAX_SUCCESSORS, Lineage
@@ -33,6 +35,7 @@ from kafkamc.checker.local import (
     Progress, _classify, explore, first_violation, gc_paused, insert_initial, recorded, state_key_function, tally,
     violated_action_property,
 )
+from kafkamc.checker.manifest import FileEntry
 from kafkamc.checker.resources import die_with_parent
 from kafkamc.checker.watch import PROGRESS_EVERY, Watch, stop_reason
 from kafkamc.result import DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult, LevelStats, coverage_of
@@ -45,6 +48,14 @@ __all__ = ["explore_multicore", "available_cores", "FORK_THRESHOLD"]
 
 # A level with fewer states than this is expanded in the parent: forking costs more than it saves.
 FORK_THRESHOLD = 2000
+# How long a stopped run waits for its workers to set their level aside and write their part of the
+# checkpoint's frontier (seconds); a worker stuck longer in a spec's function is killed, and the
+# checkpoint is the last one written at a level boundary.
+ABANDON_WAIT = 5.0
+
+
+class _Abandoned(Exception):
+    """Raised in a worker, at a state boundary, when the parent abandons the current request."""
 
 
 def available_cores() -> int:
@@ -66,6 +77,8 @@ class _Segment:
         if meter is not None:
             meter[0] = expanded
             meter[1] = generated
+            if meter[2]:
+                raise _Abandoned()
 
     def __init__(self, spec: Spec, props: Sequence[Property], key: Callable[[Any], int],
                  fpr: Fingerprinter, deadlock: bool, frontier: list[Any]) -> None:
@@ -78,6 +91,9 @@ class _Segment:
         self.fpr = fpr
         self.deadlock = deadlock
         self.frontier = frontier
+        # The segment the last expand() started from: the level boundary's, until the next
+        # expand(), whatever keep() and rebalancing did since (a stopped run's checkpoint).
+        self.base = frontier
         self.cand: list[Any] = []
         self.cand_where: array = array("q")  # (parent position << 16) | successor index
         self.cand_action: array = array("H")  # the action that yielded each candidate
@@ -87,6 +103,7 @@ class _Segment:
         """Successors of the segment: first occurrences only. Returns arrays as bytes plus findings
         and the segment's coverage (enabled, generated per action)."""
         p, key, aprops, constraint, fpr = self.p, self.key, self.aprops, self.spec.constraint, self.fpr
+        self.base = self.frontier
         local: dict[int, int] = {}
         keys = array("q")
         where = array("q")
@@ -173,6 +190,8 @@ class _Segment:
         found = None  # (position in nxt, name)
         invs = self.invs
         for pos, t in enumerate(nxt):
+            if not pos & 255 and self.meter is not None and self.meter[2]:
+                raise _Abandoned()
             name = first_violation(p, t, invs)
             if name is not None:
                 found = (pos, name)
@@ -192,6 +211,12 @@ class _Segment:
         moved = pickle.loads(data)
         self.frontier = moved + self.frontier if at_front else self.frontier + moved
         return len(self.frontier)
+
+    def dump(self, directory: str, name: str, which: str) -> tuple[FileEntry, int]:
+        """Write the segment (``frontier``, or ``base``: the one the last expand started from)
+        as a checkpoint's frontier file; its entry and how many states it holds."""
+        states = self.base if which == "base" else self.frontier
+        return write_frontier(directory, name, chunked(states)), len(states)
 
 
 def _serve(conn: Any, segment: _Segment, parent_pid: int) -> None:
@@ -225,10 +250,15 @@ def _serve(conn: Any, segment: _Segment, parent_pid: int) -> None:
                     conn.send(("ok", segment.give(msg[1], msg[2])))
                 elif op == "tally":
                     conn.send(("ok", segment.tally(msg[1], msg[2])))
+                elif op == "dump":
+                    conn.send(("ok", segment.dump(msg[1], msg[2], msg[3])))
                 elif op == "stop":
                     return
             except KeyboardInterrupt:
                 return
+            except _Abandoned:
+                segment.cand = []
+                conn.send(("abandoned",))
             except SpecRaised as exc:
                 conn.send(("raised", exc.where, _portable(exc.state), type(exc.error).__name__, str(exc.error)))
             except UsageError as exc:
@@ -259,10 +289,11 @@ class _Remote:
 
     def __init__(self, ctx: Any, segment: _Segment) -> None:
         self.conn, child = ctx.Pipe()
-        segment.meter = ctx.RawArray("q", 2)
+        segment.meter = ctx.RawArray("q", 3)  # expanded, generated, abandon
         self.meter = segment.meter
         self.expanding = False
         self.waiting = False
+        self._reply: Any = None
         self.proc = ctx.Process(target=_serve, args=(child, segment, os.getpid()), daemon=True)
         self.proc.start()
         child.close()
@@ -280,17 +311,42 @@ class _Remote:
         return self.result()
 
     def send(self, *msg: Any) -> None:
-        if msg[0] in ("expand", "keep"):
-            self.expanding = msg[0] == "expand"
-        self.waiting = True
-        self.conn.send(msg)
+        # Whole or not at all: a message cut by a signal would leave the pipe out of step; and
+        # `waiting` says exactly whether a request is out (abandon() waits for its reply).
+        with _signals_held():
+            self.conn.send(msg)
+            if msg[0] in ("expand", "keep"):
+                self.expanding = msg[0] == "expand"
+            self.waiting = True
+
+    def _receive(self, timeout: float | None = None) -> Any:
+        """The reply to the request sent, kept until taken: the wait can be interrupted (nothing is
+        read), the read cannot (a reply half read would leave the pipe out of step)."""
+        if self._reply is None:
+            if not self.conn.poll(timeout):
+                raise TimeoutError()
+            with _signals_held():
+                try:
+                    self._reply = self.conn.recv()
+                except EOFError:
+                    raise SpecRaised("a worker process", None, RuntimeError("worker exited unexpectedly")) from None
+                self.waiting = False
+        return self._reply
+
+    def abandon(self) -> None:
+        """Make the worker drop what it is doing (at its next state) and wait for it to be idle;
+        its reply, or one received but not yet taken, is dropped."""
+        if self.waiting:
+            self.meter[2] = 1
+            try:
+                self._receive(ABANDON_WAIT)
+            finally:
+                self.meter[2] = 0
+        self._reply = None
 
     def result(self) -> Any:
-        try:
-            reply = self.conn.recv()
-            self.waiting = False
-        except EOFError:
-            raise SpecRaised("a worker process", None, RuntimeError("worker exited unexpectedly")) from None
+        reply = self._receive()
+        self._reply = None
         if reply[0] == "ok":
             return reply[1]
         if reply[0] == "usage":
@@ -325,7 +381,7 @@ class _Local:
     def __init__(self, segment: _Segment) -> None:
         self.segment = segment
         self._pending: Any = None
-        segment.meter = self.meter = array("q", [0, 0])
+        segment.meter = self.meter = array("q", [0, 0, 0])
         self.expanding = False
 
     def pending(self) -> tuple[int, int]:
@@ -350,8 +406,21 @@ class _Local:
     def stop(self) -> None:
         pass
 
+    def abandon(self) -> None:
+        self._pending = None
+
     def join(self, deadline: float) -> None:
         pass
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold off the signals that stop a run (they are delivered when this ends)."""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _FORK_BLOCKED)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
 def _stop_all(handles: list[Any]) -> None:
@@ -378,21 +447,24 @@ def explore_multicore(
     progress_every: float = PROGRESS_EVERY,
     frontier_memory: int | None = None,
     frontier_dir: str | os.PathLike[str] | None = None,
+    checkpoint: Checkpointer | None = None,
 ) -> CheckResult:
     """Like ``local.explore`` (same results), on ``workers`` processes once levels are large.
 
     ``max_memory`` bounds the memory of the parent and its workers together. ``frontier_memory``
     and ``frontier_dir`` apply with one worker (``local.explore``); several keep their slices of
-    the frontier in memory.
+    the frontier in memory. With ``checkpoint``, each worker writes its segment of the frontier
+    into the checkpoint.
     """
     if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         return explore(spec, properties, max_depth=max_depth, max_states=max_states, symmetry=symmetry,
                        deadlock=deadlock, progress=progress, max_memory=max_memory, progress_every=progress_every,
-                       frontier_memory=frontier_memory, frontier_dir=frontier_dir)
+                       frontier_memory=frontier_memory, frontier_dir=frontier_dir, checkpoint=checkpoint)
     with gc_paused(), Watch(progress, max_memory=max_memory, every=progress_every) as watch:
         return watch.annotate(_explore_multicore(
             spec, properties, workers=workers, max_depth=max_depth, max_states=max_states, symmetry=symmetry,
             deadlock=deadlock, progress=watch.progress, fork_threshold=fork_threshold, watch=watch,
+            checkpoint=checkpoint,
         ))
 
 
@@ -408,6 +480,7 @@ def _explore_multicore(
     progress: Progress | None,
     fork_threshold: int,
     watch: Watch | None = None,
+    checkpoint: Checkpointer | None = None,
 ) -> CheckResult:
     props = tuple(spec.default_properties() if properties is None else properties)
     p = spec.p
@@ -430,7 +503,9 @@ def _explore_multicore(
     cov_gen = [0] * len(names)
     cov_new = [0] * len(names)
     frontier: list[Any] = []
-    for i in insert_initial(spec, inits, key, fpr, table):
+    level_start = 0
+    resumed = checkpoint.resume() if checkpoint is not None else None
+    for i in insert_initial(spec, inits if resumed is None else [], key, fpr, table):
         if max_states is not None and n >= max_states:
             reason = "max-states"
             break
@@ -442,6 +517,10 @@ def _explore_multicore(
             if violated is not None:
                 bad_path = lineage.path(n - 1)
                 bad_at = (n - 1, None)
+    if resumed is not None:
+        table, lineage, n, depth, level_start, generated = resumed.restore(
+            (cov_en, cov_gen, cov_new), fpr, frontier, watch)
+        started -= resumed.boundary.seconds
 
     def result(kind: str) -> CheckResult:
         return CheckResult(
@@ -458,7 +537,17 @@ def _explore_multicore(
 
     handles: list[Any] = [_Local(_Segment(spec, props, key, fpr, deadlock, frontier))]
     sizes = [len(frontier)]
-    level_start = 0
+    del frontier  # the segments hold it from now on
+
+    def boundary() -> Boundary:
+        return Boundary(depth, level_start, level_start + sum(sizes), generated, tuple(cov_en), tuple(cov_gen),
+                        tuple(cov_new), fpr.validate_left, time.perf_counter() - started)
+
+    # The last level boundary, and where the workers hold its frontier: "frontier" until the
+    # level's keep is sent, "base" (what the level's expand started from) from then on until
+    # the next boundary. One assignment each, so a stop between two bytecodes sees a pair that
+    # belongs together.
+    mark = (boundary(), "frontier") if checkpoint is not None else None
     if watch is not None:
         watch.workers = lambda: [h.pid for h in handles if h.pid is not None]
 
@@ -471,7 +560,7 @@ def _explore_multicore(
 
         watch.probe = probe
     if progress:
-        progress(LevelStats(1, n, generated, len(frontier), time.perf_counter() - started))
+        progress(LevelStats(depth, n, generated, sum(sizes), time.perf_counter() - started))
     if reason is not None:
         return result(INCOMPLETE)
     if violated is not None:
@@ -531,6 +620,8 @@ def _explore_multicore(
                 reason = stop
                 return result(INCOMPLETE)
             generated = gen_before
+            if mark is not None:
+                mark = (mark[0], "base")
             for h, keep in zip(handles, chosen):
                 h.send("keep", keep.tobytes())
             kept = [h.result() for h in handles]
@@ -560,15 +651,52 @@ def _explore_multicore(
                 return result(VIOLATION)
             if len(handles) > 1:
                 sizes = _rebalance(handles, sizes)
+            if checkpoint is not None and sum(sizes):
+                mark = (boundary(), "frontier")
+                if checkpoint.due():
+                    _save(checkpoint, mark, handles, table, lineage)
     except KeyboardInterrupt as exc:
         reason = stop_reason(exc)
         # The work done in the level cut short: successors generated so far (as the workers last
         # reported them, at most 256 states ago); their new states were not merged yet.
         generated += sum(g for _, g in (h.pending() for h in handles))
-        return result(INCOMPLETE)
+        stopped = result(INCOMPLETE)
+        if checkpoint is not None and mark is not None:
+            _save_stopped(checkpoint, mark, handles, table, lineage)
+        return stopped
     finally:
         _stop_all(handles)
     return result(OK)
+
+
+def _save(checkpoint: Checkpointer, mark: tuple[Boundary, str], handles: list[Any], table: FingerprintTable,
+          lineage: Lineage) -> None:
+    """Checkpoint the boundary ``mark``: each worker writes its segment, the parent the rest."""
+    b, which = mark
+    began = time.perf_counter()
+    gen = checkpoint.next_generation()
+    for part, h in enumerate(handles):
+        h.send("dump", checkpoint.directory, checkpoint.frontier_name(gen, part), which)
+    parts = [h.result() for h in handles]
+    if sum(count for _, count in parts) != b.distinct - b.level_start:
+        raise SpecRaised("the engine", None, RuntimeError(
+            f"internal: the workers hold {sum(c for _, c in parts)} frontier states, the level boundary "
+            f"{b.distinct - b.level_start}"))
+    checkpoint.save(b, table, lineage, frontier_files=[entry for entry, _ in parts], generation=gen, began=began)
+
+
+def _save_stopped(checkpoint: Checkpointer, mark: tuple[Boundary, str], handles: list[Any],
+                  table: FingerprintTable, lineage: Lineage) -> None:
+    """A stopped run's checkpoint: the workers drop the level cut short, and the last boundary
+    is saved (the first ``distinct`` entries of the table and lineage are the boundary's). A
+    worker that does not answer in time, or any failure, leaves the last checkpoint written
+    (``checkpoint.saved`` says which)."""
+    try:
+        for h in handles:
+            h.abandon()
+        _save(checkpoint, mark, handles, table, lineage)
+    except (KafkamcError, TimeoutError, OSError, EOFError) as exc:
+        checkpoint.failure = str(exc) or type(exc).__name__
 
 
 def _add_coverage(total: tuple[list[int], ...], part: tuple[list[int], ...]) -> None:
