@@ -162,7 +162,7 @@ def _stopped_checkpoint(tmp_path, capsys) -> str:
     (["-i", "weak-isr"], "-i selects weak-isr but the checkpoint checks strong-isr, weak-isr"),
     (["--symmetry"], "--symmetry was not used by the checkpointed run"),
     (["--max-depth", "3"], "--max-depth 3 but the checkpointed run had none"),
-    (["--engine", "spark"], "--checkpoint/--resume apply to --engine local only"),
+    (["--engine", "spark"], "a checkpoint of the local engine, which goes on with it"),
     (["-l", "follower-catches-up"], "-l/--liveness is not checkpointed"),
     (["--checkpoint", "/elsewhere"], "--resume DIR goes on writing its checkpoints in DIR"),
 ])
