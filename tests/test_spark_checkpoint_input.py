@@ -81,3 +81,13 @@ def test_spark_checkpoint_options_refused(tmp_path, capsys):
     code, _, err = cli(capsys, "replication", "--engine", "spark", "--checkpoint", str(tmp_path / "new"),
                        "--checkpoint-every", "0")
     assert code == 2 and "--checkpoint-every applies only to --engine local" in err
+
+
+def test_a_recorded_level_removes_other_levels_and_what_killed_runs_left(tmp_path):
+    stale = [write_block(str(tmp_path), 7, 0, np.zeros(3, dtype=np.int64), b"", 0)[0],
+             ".spark.8.1.0123456789abcdef.blk.k1lled.tmp", ".manifest.json.k1lled.tmp"]
+    for name in stale[1:]:
+        (tmp_path / name).write_bytes(b"half")
+    (tmp_path / "notes.txt").write_text("not ours")
+    blocks = spark_checkpoint(tmp_path)
+    assert sorted(os.listdir(tmp_path)) == sorted([".lock", MANIFEST, "notes.txt"] + [b.name for b in blocks])

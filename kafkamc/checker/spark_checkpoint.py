@@ -73,7 +73,8 @@ class SparkCheckpointer(Checkpointer):
     are the local engine's; the data files are the blocks the executors write."""
 
     engine = ENGINE
-    data_files = re.compile(r"^spark\.\d+\.\d+\.[0-9a-f]{16}\.blk$")
+    # Blocks, and the temporary files of blocks and manifests a killed task or driver left.
+    data_files = re.compile(r"^(\.?spark\.\d+\.\d+\.[0-9a-f]{16}\.blk(\.[^.]+\.tmp)?|\.manifest\.json\.[^.]+\.tmp)$")
 
     @staticmethod
     def _saved(manifest: Manifest | None) -> Any:
