@@ -26,6 +26,7 @@ from kafkamc.checker.symbolic.values import fast_not, fast_or
 from kafkamc.errors import SymbolicUnsupported, UsageError
 from kafkamc.invariants.api import Property
 from kafkamc.prover.result import CTI_FOUND, INIT, PROVED, TYPE_OK, UNKNOWN, QueryResult
+from kafkamc.prover.skeleton import Skeletons
 from kafkamc.spec.api import Params, Spec, format_label
 
 __all__ = ["Job", "RawCti", "run_query", "symbolic_params"]
@@ -140,7 +141,11 @@ def _explore(ex: Explorer, body: Callable[[], None]) -> None:
 
 
 def run_query(spec: Spec, job: Job, assumed: tuple[Property, ...], lifted: tuple[str, ...],
-              timeout: float, max_paths: int) -> tuple[tuple[QueryResult, ...], tuple[RawCti, ...]]:
+              timeout: float, max_paths: int, *, skeletons: bool = True,
+              ) -> tuple[tuple[QueryResult, ...], tuple[RawCti, ...]]:
+    """The verdicts of ``job``'s targets, and a counterexample per target that has one.
+    ``skeletons=False`` computes every target on every successor (no skeleton fast path): the
+    same verdicts, slower; tests compare the two."""
     started = time.perf_counter()
     z3.set_param("smt.random_seed", 0)
     z3.set_param("sat.random_seed", 0)
@@ -159,6 +164,13 @@ def run_query(spec: Spec, job: Job, assumed: tuple[Property, ...], lifted: tuple
     targets = [t for t in job.targets if job.action != INIT or t == TYPE_OK or props[t].kind == "invariant"]
     found: dict[str, RawCti] = {}
     own = {t: [0, 0, 0.0] for t in targets}  # per target: nested paths, checks, solver seconds
+    # Skeleton formulas are computed per query (not kept by the worker process), so that what a
+    # query explores, and the paths it counts towards its limit, do not depend on what its worker
+    # ran before.
+    skel = Skeletons(p, pfacts, dom) if skeletons else None
+    # Action properties that read their label are computed on the real step (a label is not
+    # part of a skeleton).
+    by_skeleton = {t for t in targets if t != TYPE_OK and (props[t].kind == "invariant" or not _uses_label(props[t].fn))}
 
     def holds_formula(target: str, pre: Any, label: Any, post: Any, action_name: str) -> z3.BoolRef:
         if target == TYPE_OK:
@@ -177,9 +189,34 @@ def run_query(spec: Spec, job: Job, assumed: tuple[Property, ...], lifted: tuple
         stats[1] += budget.checks - before[1]
         stats[2] += budget.solver_seconds - before[2]
 
+    def fast_path(pre: Any, label: Any, post: Any, action_name: str) -> bool:
+        """Whether one solver call on the skeleton formulas shows that the successor is in the
+        domain and breaks no target (then nothing else is asked of it). False: ask each target
+        on the real successor, as without skeletons."""
+        sk = skel.of(pre, post)
+        if sk is None:
+            return False
+        names = tuple(t for t in targets if t not in found and t != TYPE_OK)
+        direct: list[z3.BoolRef] = []
+        over_template: dict[str, z3.BoolRef] = {}
+        for target in names:
+            before = (budget.paths, budget.checks, budget.solver_seconds)
+            try:
+                f = sk.formula(props[target].fn, props[target].kind, budget) if target in by_skeleton else None
+                if f is None:
+                    direct.append(fast_not(holds_formula(target, pre, label, post, action_name)))
+                else:
+                    over_template[target] = f
+            finally:
+                _charge(target, before)
+        negation = sk.negation(tuple(props[t].fn for t in over_template), lambda: [fast_not(f) for f in over_template.values()])
+        return ex.model_of(fast_or([negation] + direct)) is None
+
     def check(pre: Any, label: Any, post: Any, action_name: str) -> None:
         if ex.formatted and _leaks_placeholder(post):
             raise unsupported(f"a string made from a symbolic value stored in the state by {action_name}")
+        if skel is not None and pre is not None and fast_path(pre, label, post, action_name):
+            return
         negated: dict[str, z3.BoolRef] = {}
         for target in targets:
             if target in found:
