@@ -281,7 +281,8 @@ def infer(
     while rounds < max_rounds and members:
         rounds += 1
         sizes.append(len(members))
-        last = prove(spec, members, lifted=lifted, timeout=timeout, workers=workers, search=False)
+        last = prove(spec, members, lifted=lifted, timeout=timeout, workers=workers, search=False,
+                     counterexamples=False)
         failed = {q.invariant for q in last.queries if q.verdict != PROVED}
         if TYPE_OK in failed or any(q.verdict == UNKNOWN for q in last.queries):
             # The domain is left under the current set (dropping members only weakens it further),
