@@ -9,8 +9,9 @@ there explores exactly what the uninterrupted run explores next, in the same ord
 with the same counts, depth, verdict and trace.
 
 A checkpoint is a directory: ``visited.<g>.bin`` (the fingerprint, parent and successor-index
-columns of generation ``g``, ``checker/fptable.py`` and ``checker/lineage.py``, as raw arrays), ``frontier.<g>.<part>.pkl`` (the frontier in order, in one or more
-parts: each worker of the multicore engine writes its own segment) and ``manifest.json``
+columns of generation ``g``, those of ``checker/fptable.py`` and ``checker/lineage.py``, as raw
+arrays), ``frontier.<g>.<part>.pkl`` (the frontier in order, in one or more parts: each worker
+of the multicore engine writes its own segment) and ``manifest.json``
 (``kafkamc.checker.manifest``), written last: until its rename the previous generation is the
 checkpoint, after it the new one, and the files of other generations are then removed. A lock
 file keeps two runs from writing the same directory.
@@ -40,7 +41,7 @@ from kafkamc.checker.manifest import (
 from kafkamc.errors import UsageError
 from kafkamc.result import CheckResult
 
-__all__ = ["Boundary", "Resumed", "Checkpointer", "write_frontier", "read_frontier", "finished_doc",
+__all__ = ["Boundary", "Resumed", "Checkpointer", "chunked", "write_frontier", "read_frontier", "finished_doc",
            "refuse_other_run", "ENGINE", "LOCK"]
 
 ENGINE = "local"
@@ -193,8 +194,11 @@ class Checkpointer:
         return Boundary.from_json(manifest.state) if manifest and manifest.files else None
 
     def __enter__(self) -> "Checkpointer":
-        os.makedirs(self.directory, exist_ok=True)
-        fd = os.open(os.path.join(self.directory, LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            os.makedirs(self.directory, exist_ok=True)
+            fd = os.open(os.path.join(self.directory, LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise UsageError(f"--checkpoint {self.directory}: cannot write it: {exc.strerror or exc}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
