@@ -103,12 +103,35 @@ def test_shortest_violation_as_breadth_first_check_finds(params, inv):
     assert short.result == "incomplete" and short.reason == "max-depth"
 
 
+class TwoStarts(Spec):
+    """Two initial counters: at every depth the counter has two values, so it stays symbolic."""
+
+    name = "bmc-two-starts"
+    parameters = (Param("bound", 3, "bound", min=1, max=10),)
+    invariants = (ps.count_non_negative,)
+
+    def init_states(p):
+        yield ps.Count(0)
+        yield ps.Count(1)
+
+    @action
+    def step(p, s):
+        if s.n < p.bound and len({s.n, 1}) > 0:
+            yield "Step", ps.Count(s.n + 1)
+
+
 def test_domain_spec_and_unsupported_code():
     spec = ps.Lagging()
     assert bmc(spec, [spec.property_named("y-non-negative")], 4).result == "incomplete"
-    bad = ps.HashSpec()
+    # An int with one value in every state reachable at a depth is run concretely: hashing it is fine.
+    one = ps.HashSpec()
+    assert bmc(one, list(one.properties())[:1], 3).result == "incomplete"
+    bad = TwoStarts()
     with pytest.raises(SymbolicUnsupported, match="hash"):
         bmc(bad, list(bad.properties()), 3)
+    glob = ps.GlobalSpec()
+    with pytest.raises(SymbolicUnsupported, match="mutable global"):
+        bmc(glob, list(glob.properties())[:1], 3)
     with pytest.raises(UsageError, match="invariants"):
         from kafkamc.spec.controller import Controller
 

@@ -80,17 +80,20 @@ def _skeleton(v: Any) -> Any:
     return ("C", v)
 
 
-def _template(skel: Any, name: str, leaves: list[z3.ExprRef]) -> Any:
-    """A state of shape ``skel`` with a fresh variable per int leaf (appended to ``leaves``)."""
+def _template(skel: Any, name: str, leaves: list[z3.ExprRef], fixed: dict[str, int] | None = None) -> Any:
+    """A state of shape ``skel`` with a fresh variable per int leaf (appended to ``leaves``); a
+    leaf in ``fixed`` (by name) is that concrete int instead."""
     kind = skel[0]
     if kind == "I":
         i = z3.Int(name)
         leaves.append(i)
+        if fixed is not None and name in fixed:
+            return fixed[name]
         return SymInt(i)
     if kind == "T":
-        return tuple(_template(s, f"{name}[{k}]", leaves) for k, s in enumerate(skel[1]))
+        return tuple(_template(s, f"{name}[{k}]", leaves, fixed) for k, s in enumerate(skel[1]))
     if kind == "R":
-        return skel[1](**{f: _template(s, f"{name}.{f}", leaves) for f, s in skel[2]})
+        return skel[1](**{f: _template(s, f"{name}.{f}", leaves, fixed) for f, s in skel[2]})
     if kind == "K":
         return skel[2]
     return skel[1]
@@ -177,6 +180,31 @@ def _split(solver: z3.Solver, pc: z3.BoolRef, post: Any) -> list[tuple[z3.BoolRe
     return out
 
 
+class _Witnessed(Explorer):
+    """The explorer, with the states the solver already produced in this context kept as
+    witnesses: a branch that one of them takes is feasible without asking the solver again (each
+    question is a bounded model checking query on the whole unrolling). A witness is a model of
+    every assertion below the path, so it proves feasibility exactly; when none fits, the solver
+    is asked as usual."""
+
+    _POOL = 64  # witnesses kept per context (the latest)
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.pool: list[Any] = []
+
+    def _check(self, *extra: z3.BoolRef) -> Any:
+        cond = fast_and([self.path_condition(), *extra])
+        for model in reversed(self.pool):
+            if z3.is_true(model.eval(cond, model_completion=True)):
+                return model
+        model = super()._check(*extra)
+        if model is not None:
+            self.pool.append(model)
+            del self.pool[:-self._POOL]
+        return model
+
+
 class _Unroller:
     """The unrolling on one incremental solver: a copy of each shape's variables per depth, the
     shape of the state at each depth (``sel[k]``), and each depth's transition relation, made by
@@ -185,7 +213,7 @@ class _Unroller:
     def __init__(self, spec: Spec, props: Sequence[Property], budget: Budget) -> None:
         self.spec, self.props, self.budget = spec, tuple(props), budget
         self.solver = z3.Solver()
-        self.ex = Explorer(self.solver, None, budget, formatting_allowed=True)
+        self.ex = _Witnessed(self.solver, None, budget, formatting_allowed=True)
         self.skels: list[Any] = []
         self.by_skel: dict[Any, int] = {}
         # layers[k][shape] = (template, leaves): the state at depth k when sel[k] == shape
@@ -232,12 +260,35 @@ class _Unroller:
         self.solver.add(self.sel[k] == shape)
         if extra is not None:
             self.solver.add(extra)
+        self.ex.pool = []
         self.ex.model = self.ex.model_of(z3.BoolVal(True))
         if self.ex.model is None:
             self.solver.pop()
             return False
         self.ex.rebase()
         return True
+
+    def specialize(self, k: int) -> None:
+        """Depth k's templates with every int that has one value in all states of that shape
+        reachable in k steps made that concrete int, so the spec's code does not fork on it.
+        Found by elimination: a model proposes values, and a model differing from them in some
+        leaves rules those leaves out, until no reachable state differs in the rest (unsat)."""
+        layer = self.layers[k]
+        for shape, (_tmpl, leaves) in list(layer.items()):
+            model = self.solve(self.sel[k] == shape)
+            if model is None or not leaves:
+                continue
+            values = {i: model.eval(leaf, model_completion=True) for i, leaf in enumerate(leaves)}
+            while values:
+                other = self.solve(z3.And(self.sel[k] == shape,
+                                          fast_or([leaves[i] != v for i, v in values.items()])))
+                if other is None:
+                    break
+                values = {i: v for i, v in values.items()
+                          if z3.is_true(other.eval(leaves[i] == v, model_completion=True))}
+            fixed = {str(leaves[i]): v.as_long() for i, v in values.items()}
+            again: list[z3.ExprRef] = []
+            layer[shape] = (_template(self.skels[shape], f"s{k}.{shape}", again, fixed), leaves)
 
     def formulas(self, k: int) -> dict[int, tuple[list[z3.BoolRef], z3.BoolRef, z3.BoolRef]]:
         """Per shape reachable at depth k: each property's formula, the constraint's, and where
@@ -388,6 +439,7 @@ def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: floa
             options.append(fast_and([un.sel[0] == shape] + [v == t for v, t in zip(un.layers[0][shape][1], terms)]))
         un.solver.add(fast_or(options))
         for k in range(depth + 1):
+            un.specialize(k)
             formulas = un.formulas(k)
             raised = [z3.And(un.sel[k] == shape, r) for shape, (_p, _e, r) in formulas.items() if not z3.is_false(r)]
             if raised:
