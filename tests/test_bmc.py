@@ -103,16 +103,17 @@ def test_shortest_violation_as_breadth_first_check_finds(params, inv):
     assert short.result == "incomplete" and short.reason == "max-depth"
 
 
-class TwoStarts(Spec):
-    """Two initial counters: at every depth the counter has two values, so it stays symbolic."""
+class ManyStarts(Spec):
+    """``starts`` initial counters: at every depth the counter has that many values, so it stays
+    symbolic, and hashing it needs one run per value."""
 
-    name = "bmc-two-starts"
-    parameters = (Param("bound", 3, "bound", min=1, max=10),)
+    name = "bmc-many-starts"
+    parameters = (Param("bound", 3, "bound", min=1, max=10), Param("starts", 2, "initial counters", min=1, max=400))
     invariants = (ps.count_non_negative,)
 
     def init_states(p):
-        yield ps.Count(0)
-        yield ps.Count(1)
+        for n in range(p.starts):
+            yield ps.Count(n)
 
     @action
     def step(p, s):
@@ -126,9 +127,12 @@ def test_domain_spec_and_unsupported_code():
     # An int with one value in every state reachable at a depth is run concretely: hashing it is fine.
     one = ps.HashSpec()
     assert bmc(one, list(one.properties())[:1], 3).result == "incomplete"
-    bad = TwoStarts()
+    # A few values: the shape runs once per valuation of its ints.
+    few = ManyStarts(starts=3)
+    assert bmc(few, list(few.properties()), 3).result == "incomplete"
+    bad = ManyStarts(starts=300)
     with pytest.raises(SymbolicUnsupported, match="hash"):
-        bmc(bad, list(bad.properties()), 3)
+        bmc(bad, list(bad.properties()), 1)
     glob = ps.GlobalSpec()
     with pytest.raises(SymbolicUnsupported, match="mutable global"):
         bmc(glob, list(glob.properties())[:1], 3)

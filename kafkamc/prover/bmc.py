@@ -49,6 +49,8 @@ from kafkamc.spec.api import Spec
 __all__ = ["bmc", "DEFAULT_MAX_PATHS"]
 
 DEFAULT_MAX_PATHS = 2_000_000
+# Most valuations of a shape's ints run one by one when the spec's code needs concrete ints.
+_MAX_VALUATIONS = 256
 
 
 # -- shapes ------------------------------------------------------------------------------------------
@@ -261,6 +263,7 @@ class _Unroller:
         if extra is not None:
             self.solver.add(extra)
         self.ex.pool = []
+        self.ex.fatal = None  # a refusal in an earlier context is not this one's
         self.ex.model = self.ex.model_of(z3.BoolVal(True))
         if self.ex.model is None:
             self.solver.pop()
@@ -312,8 +315,46 @@ class _Unroller:
 
     def successors(self, k: int, shape: int, expand: z3.BoolRef) -> tuple[list[tuple[z3.BoolRef, Any]], list[z3.BoolRef]]:
         """Every action's paths on depth k's state of ``shape``, pruned by the unrolling: the
-        paths of the states reachable in k steps that the constraint expands; and where one raised."""
-        tmpl = self.layers[k][shape][0]
+        paths of the states reachable in k steps that the constraint expands; and where one raised.
+
+        Code that needs a concrete int (a set of ids, a dict key) is refused on symbolic ones; the
+        shape is then run once per valuation of its ints among those states, if there are at most
+        ``_MAX_VALUATIONS`` (each is exact: the valuation is a conjunct of its paths); otherwise,
+        or when a valuation is refused too (a global read), the refusal stands."""
+        tmpl, leaves = self.layers[k][shape]
+        try:
+            return self._explore(k, shape, expand, tmpl)
+        except SymbolicUnsupported as refused:
+            found: list[tuple[z3.BoolRef, Any]] = []
+            raised: list[z3.BoolRef] = []
+            for values in self._valuations(k, shape, expand, leaves, refused):
+                at = fast_and([leaf == v for leaf, v in zip(leaves, values)])
+                fixed = {str(leaf): v for leaf, v in zip(leaves, values)}
+                concrete = _template(self.skels[shape], f"s{k}.{shape}", [], fixed)
+                more, why = self._explore(k, shape, fast_and([expand, at]), concrete)
+                found.extend((fast_and([at, pc]), post) for pc, post in more)
+                raised.extend(fast_and([at, c]) for c in why)
+            return found, raised
+
+    def _valuations(self, k: int, shape: int, expand: z3.BoolRef, leaves: list[z3.ExprRef],
+                    refused: SymbolicUnsupported) -> list[list[int]]:
+        """Every valuation of ``leaves`` in the states of ``shape`` reachable in k steps that the
+        constraint expands (at most ``_MAX_VALUATIONS``, else ``refused`` is raised)."""
+        out: list[list[int]] = []
+        block: list[z3.BoolRef] = []
+        while True:
+            model = self.solve(fast_and([self.sel[k] == shape, expand] + block))
+            if model is None:
+                return out
+            values = [model.eval(leaf, model_completion=True).as_long() for leaf in leaves]
+            out.append(values)
+            if len(out) > _MAX_VALUATIONS or not leaves:
+                if leaves:
+                    raise refused
+                return out
+            block.append(fast_or([leaf != v for leaf, v in zip(leaves, values)]))
+
+    def _explore(self, k: int, shape: int, expand: z3.BoolRef, tmpl: Any) -> tuple[list[tuple[z3.BoolRef, Any]], list[z3.BoolRef]]:
         ex, p = self.ex, self.spec.p
         found: list[tuple[z3.BoolRef, Any]] = []
         raised: list[z3.BoolRef] = []
