@@ -23,10 +23,13 @@ from kafkamc.prover.prove import liftable
 from kafkamc.spec import domain as d
 from kafkamc.spec.domain import contains
 from kafkamc.spec.group import Group
+from kafkamc.spec.replication import Replication
 
 slow = pytest.mark.skipif(not os.environ.get("KAFKAMC_SLOW_TESTS"), reason="slow: set KAFKAMC_SLOW_TESTS=1")
 
 GROUP_PROOF = ("no-double-assignment", "members-belong-to-consumers", "member-ids-unique")
+REPLICATION_PROOF = ("leader-in-isr", "leader-epochs-assigned", "current-leader-isr-in-zookeeper")
+REPLICATION_SMALL = {"track_visible": False, "log_size": 1, "max_leader_epoch": 1}
 
 
 def _props(spec, names):
@@ -88,6 +91,14 @@ def test_set_and_seq_domains_contain_and_check_membership():
     assert isinstance(value, SymSet) and value.elems == ((1, 0), (2, 0))
 
 
+def test_slot_setters_are_not_mutable_globals_but_bound_list_methods_are():
+    from kafkamc.checker.symbolic.guard import _immutable
+    from kafkamc.spec.replication import _set_visible
+
+    assert _immutable(_set_visible)
+    assert not _immutable([].append) and not _immutable([].__setitem__)
+
+
 def test_a_symbolic_set_is_never_hashed():
     ex = _explorer()
     s = build(d.Set(range(1, 3)), "s", None, [])
@@ -129,3 +140,39 @@ def test_group_no_double_assignment_proved_for_every_bound():
     spec = Group(consumers=2, partitions=2, records=0)
     result = prove(spec, _props(spec, GROUP_PROOF))
     assert result.result == PROVED and set(result.lifted) == {"max_generation", "max_session_expiries"}
+
+
+# -- replication -----------------------------------------------------------------------------------
+
+def test_replication_domain_contains_every_reachable_state():
+    for params in ({}, {"crash": True}, {"truncation": "kip279", "acks": "1", "max_records": 1}):
+        spec = Replication(**params)
+        assert explore(spec, [_in_domain(spec)]).result == "ok", params
+
+
+def test_replication_auxiliary_invariants_hold_under_check():
+    for params in ({}, {"crash": True}, {"truncation": "fetch", "lossy_crash": True, "max_records": 1}):
+        spec = Replication(**params)
+        assert explore(spec, _props(spec, REPLICATION_PROOF)).result == "ok", params
+
+
+def test_replication_leader_isr_changes_need_the_zookeeper_auxiliary():
+    spec = Replication(**REPLICATION_SMALL)
+    queries, ctis = _query(spec, "leader_shrink_isr", ("leader-in-isr", "leader-epochs-assigned"))
+    assert queries[0].verdict == CTI_FOUND and not ctis[0].post.quorum_isr  # the leader's ISR was not ZooKeeper's
+    queries, ctis = _query(spec, "leader_shrink_isr", REPLICATION_PROOF)
+    assert not ctis and all(q.verdict == PROVED for q in queries)
+
+
+@pytest.mark.parametrize("action", ["controller_shrink_isr", "leader_expand_isr", "leader_write"])
+def test_replication_leader_in_isr_kept_for_every_record_bound(action):
+    spec = Replication(**REPLICATION_SMALL)
+    queries, ctis = _query(spec, action, REPLICATION_PROOF)
+    assert not ctis and all(q.verdict == PROVED for q in queries)
+
+
+@slow
+def test_replication_leader_in_isr_proved_for_every_record_bound():
+    spec = Replication(**REPLICATION_SMALL)
+    result = prove(spec, _props(spec, REPLICATION_PROOF))
+    assert result.result == PROVED and result.lifted == ("max_records",)
