@@ -15,6 +15,7 @@ enough to pay for them; small models never leave the parent process.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import multiprocessing
 import os
@@ -22,24 +23,39 @@ import pickle
 import signal
 import time
 from array import array
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
+import numpy as np
+
+from kafkamc.checker.checkpoint import Boundary, Checkpointer, chunked, write_frontier
 from kafkamc.checker.fingerprint import Fingerprinter
+from kafkamc.checker.fptable import FingerprintTable
+from kafkamc.checker.lineage import MAX_SUCCESSORS, Lineage
 from kafkamc.checker.local import (
-    Progress, _classify, _path, explore, first_violation, gc_paused, recorded, state_key_function,
+    Progress, _classify, explore, first_violation, gc_paused, insert_initial, recorded, state_key_function, tally,
+    violated_action_property,
 )
+from kafkamc.checker.manifest import FileEntry
 from kafkamc.checker.resources import die_with_parent
 from kafkamc.checker.watch import PROGRESS_EVERY, Watch, stop_reason
 from kafkamc.result import DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult, LevelStats, coverage_of
 from kafkamc.counterexamples.checked import checked_replay
 from kafkamc.errors import KafkamcError, SpecError, SpecRaised, UsageError
-from kafkamc.invariants.api import Property, fails
-from kafkamc.spec.api import Spec, format_label
+from kafkamc.invariants.api import Property
+from kafkamc.spec.api import Spec
 
 __all__ = ["explore_multicore", "available_cores", "FORK_THRESHOLD"]
 
 # A level with fewer states than this is expanded in the parent: forking costs more than it saves.
 FORK_THRESHOLD = 2000
+# How long a stopped run waits for its workers to set their level aside and write their part of the
+# checkpoint's frontier (seconds); a worker stuck longer in a spec's function is killed, and the
+# checkpoint is the last one written at a level boundary.
+ABANDON_WAIT = 5.0
+
+
+class _Abandoned(Exception):
+    """Raised in a worker, at a state boundary, when the parent abandons the current request."""
 
 
 def available_cores() -> int:
@@ -61,6 +77,8 @@ class _Segment:
         if meter is not None:
             meter[0] = expanded
             meter[1] = generated
+            if meter[2]:
+                raise _Abandoned()
 
     def __init__(self, spec: Spec, props: Sequence[Property], key: Callable[[Any], int],
                  fpr: Fingerprinter, deadlock: bool, frontier: list[Any]) -> None:
@@ -73,6 +91,9 @@ class _Segment:
         self.fpr = fpr
         self.deadlock = deadlock
         self.frontier = frontier
+        # The segment the last expand() started from: the level boundary's, until the next
+        # expand(), whatever keep() and rebalancing did since (a stopped run's checkpoint).
+        self.base = frontier
         self.cand: list[Any] = []
         self.cand_where: array = array("q")  # (parent position << 16) | successor index
         self.cand_action: array = array("H")  # the action that yielded each candidate
@@ -82,6 +103,7 @@ class _Segment:
         """Successors of the segment: first occurrences only. Returns arrays as bytes plus findings
         and the segment's coverage (enabled, generated per action)."""
         p, key, aprops, constraint, fpr = self.p, self.key, self.aprops, self.spec.constraint, self.fpr
+        self.base = self.frontier
         local: dict[int, int] = {}
         keys = array("q")
         where = array("q")
@@ -108,12 +130,9 @@ class _Segment:
                             fpr.check(t)
                         k = key(t)
                         if aprops and aprop_found is None:
-                            flabel = format_label(aname, label)
-                            for pname, pfn in aprops:
-                                r = pfn(p, s, flabel, t)
-                                if r is not True and fails(r, f"action property {pname} ({flabel})", s):
-                                    aprop_found = (pos, i, pname, k)
-                                    break
+                            pname = violated_action_property(p, aprops, s, aname, label, t)
+                            if pname is not None:
+                                aprop_found = (pos, i, pname, k)
                         if k not in local:
                             local[k] = len(cand)
                             keys.append(k)
@@ -129,8 +148,8 @@ class _Segment:
                 raise
             except Exception as exc:
                 raise _classify(self.spec, s, exc, self.invs, self.aprops) from exc
-            if i >= 1 << 16:
-                raise UsageError(f"spec {self.spec.name}: a state has {i} successors; at most 65535 are supported")
+            if i > MAX_SUCCESSORS:
+                raise UsageError(f"spec {self.spec.name}: a state has {i} successors; at most {MAX_SUCCESSORS} are supported")
             generated += i
             if i == 0 and self.deadlock and dead_found is None:
                 dead_found = pos
@@ -157,26 +176,7 @@ class _Segment:
         dist = self._distinct(idx)
         if upto is None:
             return self.level_cov[0], self.level_cov[1], dist
-        p, constraint = self.p, self.spec.constraint
-        en = [0] * len(self.actions)
-        gen = [0] * len(self.actions)
-        left = upto + 1
-        for s in self.frontier:
-            if constraint is not None and not constraint(p, s):
-                continue
-            for ai, _, fn in self.actions:
-                c = 0
-                for _ in fn(p, s):
-                    c += 1
-                    if c == left:
-                        break
-                if c:
-                    en[ai] += 1
-                    gen[ai] += c
-                    left -= c
-                    if not left:
-                        return en, gen, dist
-        return en, gen, dist
+        return (*tally(self.p, self.actions, self.spec.constraint, self.frontier, upto), dist)
 
     def keep(self, chosen: bytes) -> tuple[int, Any, list[int]]:
         """Keep the chosen candidates as the next segment; check invariants on them."""
@@ -190,6 +190,8 @@ class _Segment:
         found = None  # (position in nxt, name)
         invs = self.invs
         for pos, t in enumerate(nxt):
+            if not pos & 255 and self.meter is not None and self.meter[2]:
+                raise _Abandoned()
             name = first_violation(p, t, invs)
             if name is not None:
                 found = (pos, name)
@@ -209,6 +211,12 @@ class _Segment:
         moved = pickle.loads(data)
         self.frontier = moved + self.frontier if at_front else self.frontier + moved
         return len(self.frontier)
+
+    def dump(self, directory: str, name: str, which: str) -> tuple[FileEntry, int]:
+        """Write the segment (``frontier``, or ``base``: the one the last expand started from)
+        as a checkpoint's frontier file; its entry and how many states it holds."""
+        states = self.base if which == "base" else self.frontier
+        return write_frontier(directory, name, chunked(states)), len(states)
 
 
 def _serve(conn: Any, segment: _Segment, parent_pid: int) -> None:
@@ -242,10 +250,15 @@ def _serve(conn: Any, segment: _Segment, parent_pid: int) -> None:
                     conn.send(("ok", segment.give(msg[1], msg[2])))
                 elif op == "tally":
                     conn.send(("ok", segment.tally(msg[1], msg[2])))
+                elif op == "dump":
+                    conn.send(("ok", segment.dump(msg[1], msg[2], msg[3])))
                 elif op == "stop":
                     return
             except KeyboardInterrupt:
                 return
+            except _Abandoned:
+                segment.cand = []
+                conn.send(("abandoned",))
             except SpecRaised as exc:
                 conn.send(("raised", exc.where, _portable(exc.state), type(exc.error).__name__, str(exc.error)))
             except UsageError as exc:
@@ -276,10 +289,11 @@ class _Remote:
 
     def __init__(self, ctx: Any, segment: _Segment) -> None:
         self.conn, child = ctx.Pipe()
-        segment.meter = ctx.RawArray("q", 2)
+        segment.meter = ctx.RawArray("q", 3)  # expanded, generated, abandon
         self.meter = segment.meter
         self.expanding = False
         self.waiting = False
+        self._reply: Any = None
         self.proc = ctx.Process(target=_serve, args=(child, segment, os.getpid()), daemon=True)
         self.proc.start()
         child.close()
@@ -297,17 +311,42 @@ class _Remote:
         return self.result()
 
     def send(self, *msg: Any) -> None:
-        if msg[0] in ("expand", "keep"):
-            self.expanding = msg[0] == "expand"
-        self.waiting = True
-        self.conn.send(msg)
+        # Whole or not at all: a message cut by a signal would leave the pipe out of step; and
+        # `waiting` says exactly whether a request is out (abandon() waits for its reply).
+        with _signals_held():
+            self.conn.send(msg)
+            if msg[0] in ("expand", "keep"):
+                self.expanding = msg[0] == "expand"
+            self.waiting = True
+
+    def _receive(self, timeout: float | None = None) -> Any:
+        """The reply to the request sent, kept until taken: the wait can be interrupted (nothing is
+        read), the read cannot (a reply half read would leave the pipe out of step)."""
+        if self._reply is None:
+            if not self.conn.poll(timeout):
+                raise TimeoutError()
+            with _signals_held():
+                try:
+                    self._reply = self.conn.recv()
+                except EOFError:
+                    raise SpecRaised("a worker process", None, RuntimeError("worker exited unexpectedly")) from None
+                self.waiting = False
+        return self._reply
+
+    def abandon(self) -> None:
+        """Make the worker drop what it is doing (at its next state) and wait for it to be idle;
+        its reply, or one received but not yet taken, is dropped."""
+        if self.waiting:
+            self.meter[2] = 1
+            try:
+                self._receive(ABANDON_WAIT)
+            finally:
+                self.meter[2] = 0
+        self._reply = None
 
     def result(self) -> Any:
-        try:
-            reply = self.conn.recv()
-            self.waiting = False
-        except EOFError:
-            raise SpecRaised("a worker process", None, RuntimeError("worker exited unexpectedly")) from None
+        reply = self._receive()
+        self._reply = None
         if reply[0] == "ok":
             return reply[1]
         if reply[0] == "usage":
@@ -342,7 +381,7 @@ class _Local:
     def __init__(self, segment: _Segment) -> None:
         self.segment = segment
         self._pending: Any = None
-        segment.meter = self.meter = array("q", [0, 0])
+        segment.meter = self.meter = array("q", [0, 0, 0])
         self.expanding = False
 
     def pending(self) -> tuple[int, int]:
@@ -367,8 +406,21 @@ class _Local:
     def stop(self) -> None:
         pass
 
+    def abandon(self) -> None:
+        self._pending = None
+
     def join(self, deadline: float) -> None:
         pass
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold off the signals that stop a run (they are delivered when this ends)."""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _FORK_BLOCKED)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
 def _stop_all(handles: list[Any]) -> None:
@@ -393,18 +445,26 @@ def explore_multicore(
     fork_threshold: int = FORK_THRESHOLD,
     max_memory: int | None = None,
     progress_every: float = PROGRESS_EVERY,
+    frontier_memory: int | None = None,
+    frontier_dir: str | os.PathLike[str] | None = None,
+    checkpoint: Checkpointer | None = None,
 ) -> CheckResult:
     """Like ``local.explore`` (same results), on ``workers`` processes once levels are large.
 
-    ``max_memory`` bounds the memory of the parent and its workers together.
+    ``max_memory`` bounds the memory of the parent and its workers together. ``frontier_memory``
+    and ``frontier_dir`` apply with one worker (``local.explore``); several keep their slices of
+    the frontier in memory. With ``checkpoint``, each worker writes its segment of the frontier
+    into the checkpoint.
     """
     if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         return explore(spec, properties, max_depth=max_depth, max_states=max_states, symmetry=symmetry,
-                       deadlock=deadlock, progress=progress, max_memory=max_memory, progress_every=progress_every)
+                       deadlock=deadlock, progress=progress, max_memory=max_memory, progress_every=progress_every,
+                       frontier_memory=frontier_memory, frontier_dir=frontier_dir, checkpoint=checkpoint)
     with gc_paused(), Watch(progress, max_memory=max_memory, every=progress_every) as watch:
         return watch.annotate(_explore_multicore(
             spec, properties, workers=workers, max_depth=max_depth, max_states=max_states, symmetry=symmetry,
             deadlock=deadlock, progress=watch.progress, fork_threshold=fork_threshold, watch=watch,
+            checkpoint=checkpoint,
         ))
 
 
@@ -420,6 +480,7 @@ def _explore_multicore(
     progress: Progress | None,
     fork_threshold: int,
     watch: Watch | None = None,
+    checkpoint: Checkpointer | None = None,
 ) -> CheckResult:
     props = tuple(spec.default_properties() if properties is None else properties)
     p = spec.p
@@ -428,9 +489,9 @@ def _explore_multicore(
     key, fpr = state_key_function(spec, inits[0], symmetry)
     invs = [(pr.name, pr.fn) for pr in props if pr.kind == "invariant"]
 
-    seen: dict[int, int] = {}
-    parent = array("q")
-    sidx = array("l")
+    table = FingerprintTable()
+    lineage = Lineage()
+    n = 0  # distinct states (a level cut short by a bound leaves more fingerprints in the table)
     generated = len(inits)
     depth = 1
     violated: str | None = None
@@ -442,39 +503,51 @@ def _explore_multicore(
     cov_gen = [0] * len(names)
     cov_new = [0] * len(names)
     frontier: list[Any] = []
-    for i, s in enumerate(inits):
-        fpr.check(s)
-        k = key(s)
-        if k in seen:
-            continue
-        if max_states is not None and len(seen) >= max_states:
+    level_start = 0
+    resumed = checkpoint.resume() if checkpoint is not None else None
+    for i in insert_initial(spec, inits if resumed is None else [], key, fpr, table):
+        if max_states is not None and n >= max_states:
             reason = "max-states"
             break
-        seen[k] = len(parent)
-        parent.append(-1)
-        sidx.append(i)
-        frontier.append(s)
+        lineage.append(-1, i)
+        n += 1
+        frontier.append(inits[i])
         if violated is None:
-            violated = first_violation(p, s, invs)
+            violated = first_violation(p, inits[i], invs)
             if violated is not None:
-                bad_path = _path(parent, sidx, len(parent) - 1)
-                bad_at = (len(parent) - 1, None)
+                bad_path = lineage.path(n - 1)
+                bad_at = (n - 1, None)
+    if resumed is not None:
+        table, lineage, n, depth, level_start, generated = resumed.restore(
+            (cov_en, cov_gen, cov_new), fpr, frontier, watch)
+        started -= resumed.boundary.seconds
 
     def result(kind: str) -> CheckResult:
         return CheckResult(
             spec=spec.name, params=p.as_dict(), engine="local", result=kind,
             invariants=tuple(pr.name for pr in props) + ((DEADLOCK,) if deadlock else ()),
-            violated=violated, distinct_states=len(seen), states_generated=generated, depth=depth,
+            violated=violated, distinct_states=n, states_generated=generated, depth=depth,
             seconds=time.perf_counter() - started,
             trace=None if bad_path is None else checked_replay(
-                spec, bad_path, violated, props, key=key, expected=recorded(seen, parent, *bad_at)),
-            reason=reason, symmetry=symmetry, extra={"workers": len(handles) if handles else 1},
+                spec, bad_path, violated, props, key=key, expected=recorded(table, lineage, *bad_at)),
+            reason=reason, symmetry=symmetry,
+            extra={"workers": len(handles) if handles else 1, "visited_bytes": table.nbytes + lineage.nbytes},
             coverage=coverage_of(names, cov_en, cov_gen, cov_new),
         )
 
     handles: list[Any] = [_Local(_Segment(spec, props, key, fpr, deadlock, frontier))]
     sizes = [len(frontier)]
-    level_start = 0
+    del frontier  # the segments hold it from now on
+
+    def boundary() -> Boundary:
+        return Boundary(depth, level_start, level_start + sum(sizes), generated, tuple(cov_en), tuple(cov_gen),
+                        tuple(cov_new), fpr.validate_left, time.perf_counter() - started)
+
+    # The last level boundary, and where the workers hold its frontier: "frontier" until the
+    # level's keep is sent, "base" (what the level's expand started from) from then on until
+    # the next boundary. One assignment each, so a stop between two bytecodes sees a pair that
+    # belongs together.
+    mark = (boundary(), "frontier") if checkpoint is not None else None
     if watch is not None:
         watch.workers = lambda: [h.pid for h in handles if h.pid is not None]
 
@@ -482,12 +555,12 @@ def _explore_multicore(
             if reason is not None:  # the run is over (stopping its workers): no more lines
                 return None
             done = [h.pending() for h in handles]
-            return LevelStats(depth + 1, len(seen), generated + sum(g for _, g in done), sum(sizes),
+            return LevelStats(depth + 1, n, generated + sum(g for _, g in done), sum(sizes),
                               time.perf_counter() - started, within_level=True, expanded=sum(e for e, _ in done))
 
         watch.probe = probe
     if progress:
-        progress(LevelStats(1, len(seen), generated, len(frontier), time.perf_counter() - started))
+        progress(LevelStats(depth, n, generated, sum(sizes), time.perf_counter() - started))
     if reason is not None:
         return result(INCOMPLETE)
     if violated is not None:
@@ -501,8 +574,7 @@ def _explore_multicore(
             for h in handles:
                 h.send("expand")
             replies = [h.result() for h in handles]
-            n = len(parent)
-            chosen: list[array] = []
+            chosen: list[np.ndarray] = []
             found: tuple[Any, ...] | None = None  # (order key, name, path, (index, target fingerprint))
             dead: tuple[int, int] | None = None
             offset = level_start
@@ -510,36 +582,31 @@ def _explore_multicore(
             stop: str | None = None
             cut: tuple[int, int] | None = None  # (worker, ordinal of the successor a bound stopped at)
             for w, (kb, wb, ob, gen, aprop, dpos, _) in enumerate(replies):
-                keys = array("q")
-                keys.frombytes(kb)
-                where = array("q")
-                where.frombytes(wb)
-                keep = array("q")
+                keep = np.zeros(0, dtype=np.int64)
                 if dpos is not None and dead is None:
                     dead = (w, offset + dpos)
                 if aprop is not None:
                     order = (offset + aprop[0], aprop[1], 0)
                     if found is None or order < found[0]:
-                        found = (order, aprop[2], _path(parent, sidx, offset + aprop[0]) + [aprop[1]],
+                        found = (order, aprop[2], lineage.path(offset + aprop[0]) + [aprop[1]],
                                  (offset + aprop[0], aprop[3]))
                 if stop is None:
-                    for j, k in enumerate(keys):
-                        if k in seen:
-                            continue
-                        if last_level or (max_states is not None and n >= max_states):
-                            stop = "max-depth" if last_level else "max-states"
-                            ordinal = array("q")
-                            ordinal.frombytes(ob)
-                            generated = gen_before + ordinal[j] + 1
-                            cut = (w, ordinal[j])
-                            break
-                        seen[k] = n
-                        wh = where[j]
-                        parent.append(offset + (wh >> 16))
-                        sidx.append(wh & 0xFFFF)
-                        keep.append(j)
-                        n += 1
-                    if stop is None:
+                    # The worker's candidates are distinct and in its discovery order: which are
+                    # new is one vectorised insertion.
+                    keep = np.flatnonzero(table.insert(np.frombuffer(kb, dtype=np.int64)))
+                    bound = 0 if last_level else None if max_states is None else max_states - n
+                    if bound is not None and bound < len(keep):
+                        # The successor that would be one state too many stops the run.
+                        stop = "max-depth" if last_level else "max-states"
+                        ordinal = int(np.frombuffer(ob, dtype=np.int64)[keep[bound]])
+                        generated = gen_before + ordinal + 1
+                        cut = (w, ordinal)
+                        keep = keep[:bound]
+                        n += bound
+                    else:
+                        wh = np.frombuffer(wb, dtype=np.int64)[keep]
+                        lineage.extend(offset + (wh >> 16), wh & 0xFFFF)
+                        n += len(keep)
                         gen_before += gen
                 chosen.append(keep)
                 offset += sizes[w]
@@ -553,6 +620,8 @@ def _explore_multicore(
                 reason = stop
                 return result(INCOMPLETE)
             generated = gen_before
+            if mark is not None:
+                mark = (mark[0], "base")
             for h, keep in zip(handles, chosen):
                 h.send("keep", keep.tobytes())
             kept = [h.result() for h in handles]
@@ -562,19 +631,19 @@ def _explore_multicore(
             for (count, inv, _), keep, w in zip(kept, chosen, range(len(handles))):
                 if inv is not None:
                     gidx = base + inv[0]
-                    wh = parent[gidx], sidx[gidx]
+                    wh = lineage.parent(gidx), lineage.successor_index(gidx)
                     order = (wh[0], wh[1], 1)
                     if found is None or order < found[0]:
-                        found = (order, inv[1], _path(parent, sidx, gidx), (gidx, None))
+                        found = (order, inv[1], lineage.path(gidx), (gidx, None))
                 base += count
             level_start += sum(sizes)
             sizes = [c for c, _, _ in kept]
             if sum(sizes):
                 depth += 1
             if progress:
-                progress(LevelStats(depth, len(seen), generated, sum(sizes), time.perf_counter() - started))
+                progress(LevelStats(depth, n, generated, sum(sizes), time.perf_counter() - started))
             if dead is not None:
-                violated, bad_path, bad_at = DEADLOCK, _path(parent, sidx, dead[1]), (dead[1], None)
+                violated, bad_path, bad_at = DEADLOCK, lineage.path(dead[1]), (dead[1], None)
             elif found is not None:
                 violated, bad_path, bad_at = found[1], found[2], found[3]
             if violated is not None:
@@ -582,15 +651,52 @@ def _explore_multicore(
                 return result(VIOLATION)
             if len(handles) > 1:
                 sizes = _rebalance(handles, sizes)
+            if checkpoint is not None and sum(sizes):
+                mark = (boundary(), "frontier")
+                if checkpoint.due():
+                    _save(checkpoint, mark, handles, table, lineage)
     except KeyboardInterrupt as exc:
         reason = stop_reason(exc)
         # The work done in the level cut short: successors generated so far (as the workers last
         # reported them, at most 256 states ago); their new states were not merged yet.
         generated += sum(g for _, g in (h.pending() for h in handles))
-        return result(INCOMPLETE)
+        stopped = result(INCOMPLETE)
+        if checkpoint is not None and mark is not None:
+            _save_stopped(checkpoint, mark, handles, table, lineage)
+        return stopped
     finally:
         _stop_all(handles)
     return result(OK)
+
+
+def _save(checkpoint: Checkpointer, mark: tuple[Boundary, str], handles: list[Any], table: FingerprintTable,
+          lineage: Lineage) -> None:
+    """Checkpoint the boundary ``mark``: each worker writes its segment, the parent the rest."""
+    b, which = mark
+    began = time.perf_counter()
+    gen = checkpoint.next_generation()
+    for part, h in enumerate(handles):
+        h.send("dump", checkpoint.directory, checkpoint.frontier_name(gen, part), which)
+    parts = [h.result() for h in handles]
+    if sum(count for _, count in parts) != b.distinct - b.level_start:
+        raise SpecRaised("the engine", None, RuntimeError(
+            f"internal: the workers hold {sum(c for _, c in parts)} frontier states, the level boundary "
+            f"{b.distinct - b.level_start}"))
+    checkpoint.save(b, table, lineage, frontier_files=[entry for entry, _ in parts], generation=gen, began=began)
+
+
+def _save_stopped(checkpoint: Checkpointer, mark: tuple[Boundary, str], handles: list[Any],
+                  table: FingerprintTable, lineage: Lineage) -> None:
+    """A stopped run's checkpoint: the workers drop the level cut short, and the last boundary
+    is saved (the first ``distinct`` entries of the table and lineage are the boundary's). A
+    worker that does not answer in time, or any failure, leaves the last checkpoint written
+    (``checkpoint.saved`` says which)."""
+    try:
+        for h in handles:
+            h.abandon()
+        _save(checkpoint, mark, handles, table, lineage)
+    except (KafkamcError, TimeoutError, OSError, EOFError) as exc:
+        checkpoint.failure = str(exc) or type(exc).__name__
 
 
 def _add_coverage(total: tuple[list[int], ...], part: tuple[list[int], ...]) -> None:

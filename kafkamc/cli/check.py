@@ -5,12 +5,20 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
+from functools import partial
+from pathlib import Path
 from typing import Any
 
+from kafkamc.checker.frontier import DEFAULT_FRONTIER_MEMORY
 from kafkamc.checker.resources import default_memory_limit
 from kafkamc.cli.args import NO_LIMIT, add_check_arguments, print_progress
 from kafkamc.cli.output import check_counterexample_paths, write_counterexample
+from kafkamc.cli.resume import (
+    RESUMABLE, add_checkpoint_arguments, checkpoint_json, checkpointer, finished_result, prepare_resume,
+    report_checkpoint,
+)
 from kafkamc.counterexamples.render import (
     coverage_warnings, render_coverage, render_summary, render_trace, result_to_json,
 )
@@ -26,8 +34,10 @@ EXIT_FOR_RESULT = {OK: 0, VIOLATION: 1, INCOMPLETE: 4}
 
 def register(subparsers: Any) -> None:
     chk = subparsers.add_parser("check", help="exhaustively check a spec's invariants (breadth-first)")
-    chk.add_argument("spec", help="a bundled spec name (see 'kafkamc list') or module:Class")
+    chk.add_argument("spec", nargs="?", default=None,
+                     help="a bundled spec name (see 'kafkamc list') or module:Class (omitted with --resume DIR)")
     add_check_arguments(chk)
+    add_checkpoint_arguments(chk)
     chk.set_defaults(run=_cmd_check)
 
 
@@ -75,7 +85,8 @@ def run_check(args: argparse.Namespace, spec_ref: str) -> CheckResult:
         if args.engine != "local":
             raise UsageError("-r/--recoverability is checked on the state graph by the local engine only")
         for flag, given in (("--max-depth", args.max_depth), ("--deadlock", args.deadlock or None),
-                            ("--workers", args.workers), ("--max-memory", getattr(args, "max_memory", None))):
+                            ("--workers", args.workers), ("--max-memory", getattr(args, "max_memory", None)),
+                            *frontier_flags(args)):
             if given is not None:
                 raise UsageError(f"{flag} does not apply with -r (the whole state graph is built); allowed with -r: "
                                  "-p, -i, --max-states, --symmetry, --json, --out, --html, --progress")
@@ -89,6 +100,7 @@ def run_check(args: argparse.Namespace, spec_ref: str) -> CheckResult:
         )
     show_progress = args.progress or (sys.stderr.isatty() and not args.json)
     progress = print_progress if show_progress else None
+    engine: Any
     if args.engine == "spark":
         explore_spark = spark_engine()
         if args.workers is not None:
@@ -96,19 +108,62 @@ def run_check(args: argparse.Namespace, spec_ref: str) -> CheckResult:
         if getattr(args, "max_memory", None) is not None:
             raise UsageError("--max-memory applies only to --engine local; Spark's memory is bounded by its own "
                              "settings (spark.driver.memory, spark.executor.memory)")
-        return explore_spark(
-            spec, props, master=args.master, partitions=args.partitions, max_depth=args.max_depth,
-            max_states=args.max_states, symmetry=args.symmetry, deadlock=args.deadlock, progress=progress,
-        )
-    if args.master is not None or args.partitions is not None:
-        raise UsageError("--master and --partitions apply only to --engine spark")
-    from kafkamc.checker.multicore import available_cores, explore_multicore
+        for flag, given in frontier_flags(args):
+            if given is not None:
+                raise UsageError(f"{flag} applies only to --engine local; Spark keeps the frontier on its executors")
+        engine = partial(explore_spark, spec, props, master=args.master, partitions=args.partitions)
+    else:
+        if args.master is not None or args.partitions is not None:
+            raise UsageError("--master and --partitions apply only to --engine spark")
+        from kafkamc.checker.multicore import available_cores, explore_multicore
 
-    workers = args.workers if args.workers is not None else available_cores()
-    return explore_multicore(
-        spec, props, workers=workers, max_depth=args.max_depth, max_states=args.max_states,
-        symmetry=args.symmetry, deadlock=args.deadlock, progress=progress, max_memory=memory_limit(args),
-    )
+        frontier_given = [flag for flag, given in frontier_flags(args) if given is not None]
+        # The frontier goes to disk in the single-process engine: asking for it without --workers
+        # picks that engine; with several workers each keeps its slice of the frontier in memory.
+        workers = args.workers if args.workers is not None else 1 if frontier_given else available_cores()
+        if workers > 1 and frontier_given:
+            raise UsageError(f"{frontier_given[0]} applies to the single-process engine, whose frontier can go to "
+                             f"disk; allowed with it: --workers 1 (or no --workers)")
+        budget, where = frontier_options(args)
+        engine = partial(explore_multicore, spec, props, workers=workers, max_memory=memory_limit(args),
+                         frontier_memory=budget, frontier_dir=where)
+    engine = partial(engine, max_depth=args.max_depth, max_states=args.max_states, symmetry=args.symmetry,
+                     deadlock=args.deadlock, progress=progress)
+    if getattr(args, "checkpoint", None) is None:
+        return engine()
+    manifest = getattr(args, "resume_manifest", None)
+    with checkpointer(args, spec, props, manifest) as ckpt:
+        if manifest is not None and manifest.finished is not None:
+            result = finished_result(spec, props, manifest, args.deadlock, args.symmetry)
+        else:
+            result = engine(checkpoint=ckpt)
+            if result.reason not in RESUMABLE:
+                ckpt.finish(result)
+    return dataclasses.replace(result, extra={**result.extra, "checkpoint": ckpt})
+
+
+def frontier_flags(args: argparse.Namespace) -> tuple[tuple[str, Any], ...]:
+    return (("--frontier-memory", getattr(args, "frontier_memory", None)),
+            ("--frontier-dir", getattr(args, "frontier_dir", None)))
+
+
+def frontier_options(args: argparse.Namespace) -> tuple[int | None, str | None]:
+    """The frontier's memory budget (None: no limit) and the directory its files go under."""
+    given = getattr(args, "frontier_memory", None)
+    budget = DEFAULT_FRONTIER_MEMORY if given is None else None if given == NO_LIMIT else given
+    where = getattr(args, "frontier_dir", None)
+    if where is not None:
+        path = Path(where)
+        if path.exists() and not path.is_dir():
+            raise UsageError(f"--frontier-dir {where}: not a directory; allowed: a directory, or a path to create one at")
+        probe = path
+        while not probe.exists():
+            probe = probe.parent
+        if not os.access(probe, os.W_OK | os.X_OK):
+            raise UsageError(f"--frontier-dir {where}: {probe} is not writable; allowed: a directory you can write to")
+    elif getattr(args, "out", None):
+        where = args.out
+    return budget, where
 
 
 def memory_limit(args: argparse.Namespace) -> int | None:
@@ -120,10 +175,14 @@ def memory_limit(args: argparse.Namespace) -> int | None:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
+    args.resume_manifest = prepare_resume(args)
     check_counterexample_paths(args.out, args.html)
     result = run_check(args, args.spec)
     if ":" in args.spec:
         result = dataclasses.replace(result, extra={**result.extra, "spec_ref": args.spec})
+    ckpt = result.extra.get("checkpoint")
+    if ckpt is not None:
+        report_checkpoint(result, ckpt)
     written, unwritten = _write(result, args)
     for line in coverage_warnings(result):
         print(f"kafkamc: {printable(line)}", file=sys.stderr)
@@ -133,6 +192,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
             doc["recoverability"] = result.extra["recoverability"]
         if result.extra.get("checker") == "liveness":
             doc["liveness"] = result.extra["liveness"]
+        if ckpt is not None:
+            doc["checkpoint"] = checkpoint_json(ckpt)
         print(json.dumps(doc))
     else:
         print(printable_lines(render_summary(result)))
