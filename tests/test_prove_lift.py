@@ -171,6 +171,17 @@ def test_replication_leader_in_isr_kept_for_every_record_bound(action):
     assert not ctis and all(q.verdict == PROVED for q in queries)
 
 
+def test_skeletons_of_symbolic_sets_give_the_exact_verdicts():
+    spec = Replication(**REPLICATION_SMALL)
+    names = ("leader-in-isr", "leader-epochs-assigned")
+    props = _props(spec, names)
+    job = Job("leader_shrink_isr", names + (TYPE_OK,))
+    fast = run_query(spec, job, props, ("max_records",), 120, 200_000)
+    exact = run_query(spec, job, props, ("max_records",), 120, 200_000, skeletons=False)
+    assert [q.verdict for q in fast[0]] == [q.verdict for q in exact[0]] == [CTI_FOUND, PROVED, PROVED]
+    assert fast[1] == exact[1]
+
+
 @slow
 def test_replication_leader_in_isr_proved_for_every_record_bound():
     spec = Replication(**REPLICATION_SMALL)
