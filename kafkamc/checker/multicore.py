@@ -36,7 +36,7 @@ import numpy as np
 
 from kafkamc.checker.local import Progress, explore, first_violation, gc_paused, state_key_function
 from kafkamc.checker.resources import die_with_parent
-from kafkamc.checker.shard import SIDX_BITS, Shard, owner_of
+from kafkamc.checker.shard import Shard, key_order, owner_of
 from kafkamc.checker.watch import PROGRESS_EVERY, Watch, stop_reason
 from kafkamc.result import DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult, LevelStats, coverage_of
 from kafkamc.counterexamples.checked import checked_replay
@@ -48,8 +48,6 @@ __all__ = ["explore_multicore", "available_cores", "FORK_THRESHOLD", "LevelTimin
 
 # A level with fewer states than this is expanded in the parent: forking costs more than it saves.
 FORK_THRESHOLD = 2000
-
-_SIDX_MASK = (1 << SIDX_BITS) - 1
 
 
 def available_cores() -> int:
@@ -433,7 +431,7 @@ def _explore_multicore(
             for e, (_, inv, dist) in zip(expanded, kept):
                 _add_coverage(cov, (*e[4], dist))
                 if inv is not None:
-                    order = (inv[0] >> SIDX_BITS, inv[0] & _SIDX_MASK, 1)
+                    order = (*key_order(inv[0]), 1)
                     if found is None or order < found[0]:
                         found = (order, inv[1], inv[2], None, None)
             sizes = [c for c, _, _ in kept]
@@ -479,10 +477,9 @@ def _path(handles: list[_Handle], fp: int) -> tuple[list[int], list[int]]:
     while True:
         chain.append(fp)
         parent, sidx = handles[owner_of(fp, len(handles))].call("record", fp)
-        if sidx < 0:
-            path.append(-1 - sidx)
-            break
         path.append(sidx)
+        if parent is None:
+            break
         fp = parent
     path.reverse()
     chain.reverse()

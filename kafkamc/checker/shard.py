@@ -7,8 +7,9 @@ counterexample is rebuilt by asking the owners, one step back at a time.
 
 Frontier states stay with the shard that generated them (states are pickled only when the frontier
 is rebalanced). Each carries its *rank*: its position in its level in the sequential engine's
-order. A successor's *key* is ``(rank of its parent << 16) | successor index``; the sequential
-engine discovers a state at its smallest key, so the owner keeps, for every new fingerprint, the
+order. A successor's *key* is ``(rank of its parent << 24) | (successor index << 8) | action``
+(the action is a function of the other two, so keys sort as (rank, successor index)); the
+sequential engine discovers a state at its smallest key, so the owner keeps, for every new fingerprint, the
 candidate with the smallest key, and sorting the level's new keys gives the next level's ranks.
 Hence distinct states, generated, depth, coverage, verdict and trace are the sequential engine's
 whatever the number of shards.
@@ -37,11 +38,17 @@ from kafkamc.errors import KafkamcError, SpecRaised, UsageError
 from kafkamc.invariants.api import Property, fails
 from kafkamc.spec.api import Spec, format_label
 
-__all__ = ["Shard", "owner_of", "SIDX_BITS"]
+__all__ = ["Shard", "owner_of", "key_order", "MAX_SUCCESSORS", "MAX_ACTIONS"]
 
-# A key packs the parent's rank and the successor index; a state may have at most 65535 successors.
-SIDX_BITS = 16
-_SIDX_MASK = (1 << SIDX_BITS) - 1
+# A key packs the parent's rank, the successor index and the action (see above).
+_RANK_SHIFT = 24
+_INDEX_SHIFT = 8
+_INDEX_MASK = 0xFFFF
+_ACTION_MASK = 0xFF
+MAX_ACTIONS = _ACTION_MASK + 1
+# Successor indexes run to MAX_SUCCESSORS - 1: the record of an initial state is marked 0xFFFF.
+MAX_SUCCESSORS = _INDEX_MASK
+_ROOT = _INDEX_MASK
 _U64 = (1 << 64) - 1
 _EMPTY = np.empty(0, dtype=np.int64)
 
@@ -49,6 +56,11 @@ _EMPTY = np.empty(0, dtype=np.int64)
 def owner_of(fp: int, count: int) -> int:
     """The shard that owns fingerprint ``fp`` (a signed 64-bit int, read as unsigned)."""
     return (fp & _U64) % count
+
+
+def key_order(key: int) -> tuple[int, int]:
+    """(rank of the parent, successor index) of a key: the sequential engine's order."""
+    return key >> _RANK_SHIFT, (key >> _INDEX_SHIFT) & _INDEX_MASK
 
 
 def _owners(fps: np.ndarray, count: int) -> np.ndarray:
@@ -83,11 +95,13 @@ class Shard:
         self.fpr = fpr
         self.deadlock = deadlock
         self.index, self.count = 0, 1
+        if len(self.actions) > MAX_ACTIONS:
+            raise UsageError(f"spec {spec.name}: {len(self.actions)} actions; at most {MAX_ACTIONS} are supported")
         # The owned part of the visited set: fingerprint -> record; a record is the parent's
-        # fingerprint and the successor index (-1 - i for initial state i).
+        # fingerprint and the successor index (for initial state i: i and _ROOT).
         self.seen: dict[int, int] = {}
         self.rec_parent = array("q")
-        self.rec_sidx = array("q")
+        self.rec_sidx = array("H")
         # The frontier, in rank order, with each state's rank and fingerprint.
         self.frontier: list[Any] = []
         self.ranks = _EMPTY
@@ -96,7 +110,6 @@ class Shard:
         self.cand: list[Any] = []
         self.cand_keys = _EMPTY
         self.cand_fps = _EMPTY
-        self.cand_action = np.empty(0, dtype=np.intp)
         self.level_cov: tuple[list[int], list[int]] = ([], [])
 
     def report(self, expanded: int, generated: int) -> None:
@@ -112,8 +125,8 @@ class Shard:
         if fp in self.seen:
             return False
         self.seen[fp] = len(self.rec_sidx)
-        self.rec_parent.append(0)
-        self.rec_sidx.append(-1 - index)
+        self.rec_parent.append(index)
+        self.rec_sidx.append(_ROOT)
         return True
 
     def start(self, frontier: list[Any], fps: Sequence[int]) -> None:
@@ -122,16 +135,18 @@ class Shard:
         self.ranks = np.arange(len(frontier), dtype=np.int64)
         self.fps = np.array(fps, dtype=np.int64)
 
-    def record(self, fp: int) -> tuple[int, int]:
-        """(parent fingerprint, successor index) of an owned state; index -1 - i: initial state i."""
+    def record(self, fp: int) -> tuple[int | None, int]:
+        """(parent fingerprint, successor index) of an owned state; (None, i) for initial state i."""
         r = self.seen[fp]
+        if self.rec_sidx[r] == _ROOT:
+            return None, self.rec_parent[r]
         return self.rec_parent[r], self.rec_sidx[r]
 
     def split(self, index: int, count: int) -> None:
         """Become shard ``index`` of ``count``: keep the owned fingerprints and every count-th state
         of the frontier (interleaved, so that no shard holds only the first ranks, which win ties)."""
         seen, parent, sidx = self.seen, self.rec_parent, self.rec_sidx
-        self.seen, self.rec_parent, self.rec_sidx = {}, array("q"), array("q")
+        self.seen, self.rec_parent, self.rec_sidx = {}, array("q"), array("H")
         for fp, r in seen.items():
             if (fp & _U64) % count == index:
                 self.seen[fp] = len(self.rec_sidx)
@@ -151,7 +166,7 @@ class Shard:
         (rank, fingerprint) and the coverage (enabled, generated per action)."""
         p, key, aprops, constraint, fpr = self.p, self.key, self.aprops, self.spec.constraint, self.fpr
         local: set[int] = set()
-        ckeys, cfps, cact = array("q"), array("q"), array("q")
+        ckeys, cfps = array("q"), array("q")
         cand: list[Any] = []
         generated = 0
         cov_en = [0] * len(self.actions)
@@ -164,7 +179,7 @@ class Shard:
             if constraint is not None and not constraint(p, s):
                 continue
             validating = fpr.validating  # once per state; check() stops at its own quota
-            base = rank << SIDX_BITS
+            base = rank << _RANK_SHIFT
             i = 0
             try:
                 for ai, aname, fn in self.actions:
@@ -182,9 +197,8 @@ class Shard:
                                     break
                         if k not in local:
                             local.add(k)
-                            ckeys.append(base | i)
+                            ckeys.append(base | i << _INDEX_SHIFT | ai)
                             cfps.append(k)
-                            cact.append(ai)
                             cand.append(t)
                         i += 1
                     if i != j:
@@ -196,19 +210,18 @@ class Shard:
                 raise
             except Exception as exc:
                 raise _ranked(_classify(self.spec, s, exc, self.invs, self.aprops), rank) from exc
-            if i > _SIDX_MASK:
-                raise UsageError(f"spec {self.spec.name}: a state has {i} successors; at most {_SIDX_MASK} are supported")
+            if i > MAX_SUCCESSORS:
+                raise UsageError(f"spec {self.spec.name}: a state has {i} successors; at most {MAX_SUCCESSORS} are supported")
             generated += i
             if i == 0 and self.deadlock and dead_found is None:
                 dead_found = (rank, pf)
         self.cand = cand
         self.cand_keys = _int64(ckeys)
         self.cand_fps = _int64(cfps)
-        self.cand_action = _int64(cact).astype(np.intp)
         self.level_cov = (cov_en, cov_gen)
         self.report(len(self.frontier), generated)
         # Each candidate's parent, by its rank (the frontier is in rank order).
-        par = self.fps[np.searchsorted(self.ranks, self.cand_keys >> SIDX_BITS)]
+        par = self.fps[np.searchsorted(self.ranks, self.cand_keys >> _RANK_SHIFT)]
         if self.count == 1:
             out = [(self.cand_fps.tobytes(), self.cand_keys.tobytes(), par.tobytes())]
         else:
@@ -242,7 +255,7 @@ class Shard:
         seen.update(zip(fps[winners].tolist(), range(n, n + len(winners))))
         wkeys = keys[winners]
         self.rec_parent.frombytes(par[winners].tobytes())
-        self.rec_sidx.frombytes((wkeys & _SIDX_MASK).tobytes())
+        self.rec_sidx.frombytes(((wkeys >> _INDEX_SHIFT) & _INDEX_MASK).astype(np.uint16).tobytes())
         wsrc = src[winners]
         return [wkeys[wsrc == g].tobytes() for g in range(len(parts))]
 
@@ -254,12 +267,11 @@ class Shard:
         idx = np.searchsorted(self.cand_keys, wkeys)
         cand = self.cand
         nxt = [cand[j] for j in idx.tolist()]
-        dist = np.bincount(self.cand_action[idx], minlength=len(self.actions)).tolist()
+        dist = self._distinct(wkeys)
         self.fps = self.cand_fps[idx]
         self.ranks = _int64(ranks)
         self.frontier = nxt
         self.cand, self.cand_keys, self.cand_fps = [], _EMPTY, _EMPTY
-        self.cand_action = np.empty(0, dtype=np.intp)
         return len(nxt), self._first_violation(nxt, wkeys), dist
 
     def _first_violation(self, states: list[Any], keys: np.ndarray) -> tuple[int, str, int] | None:
@@ -281,16 +293,19 @@ class Shard:
             raise _ranked(SpecRaised(f"invariant {name}", t, exc), int(self.ranks[pos])) from exc
         return None
 
+    def _distinct(self, keys: np.ndarray) -> list[int]:
+        """Per action, how many of these winning keys it yielded (the states it found first)."""
+        return np.bincount(keys & _ACTION_MASK, minlength=len(self.actions)).tolist()
+
     def tally(self, cut: int, won: bytes) -> tuple[list[int], list[int], list[int]]:
         """Coverage of a level cut short by a bound at the successor with key ``cut``, as the
         sequential engine counts it: enabled and generated per action up to that successor,
         distinct among the keys ``won`` below it."""
         wkeys = _int64(won)
         wkeys = wkeys[wkeys < cut]
-        dist = np.bincount(self.cand_action[np.searchsorted(self.cand_keys, wkeys)],
-                           minlength=len(self.actions)).tolist()
+        dist = self._distinct(wkeys)
         p, constraint = self.p, self.spec.constraint
-        cut_rank, cut_i = cut >> SIDX_BITS, cut & _SIDX_MASK
+        cut_rank, cut_i = key_order(cut)
         en = [0] * len(self.actions)
         gen = [0] * len(self.actions)
         for s, rank in zip(self.frontier, self.ranks.tolist()):
