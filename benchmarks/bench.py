@@ -2,11 +2,13 @@
 
     python benchmarks/bench.py --list
     python benchmarks/bench.py replication-kip320-3r [--workers 2] [--repeat 3]
+    python benchmarks/bench.py replication-kip320-3r-epoch3 --workers 1 --frontier-memory 256M
 
 For each configuration, in a fresh process: distinct states, states generated, depth, wall
 seconds, CPU seconds (user + system, workers included: the honest figure on a busy machine),
 states generated per second, peak memory (RSS of the checking process and, separately, of its
-largest worker) and bytes of peak RSS per distinct state.
+largest worker), bytes of peak RSS per distinct state, and the bytes per distinct state of the
+visited set itself (fingerprint table, parent and successor-index columns).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import json
 import os
 import subprocess
 import sys
+
+from kafkamc.checker.resources import parse_size
 
 CONFIGS: dict[str, tuple[str, dict[str, object], str]] = {
     "controller-default": ("controller", {}, "the default controller check"),
@@ -29,6 +33,9 @@ CONFIGS: dict[str, tuple[str, dict[str, object], str]] = {
         "replication", {"model": "tla", "truncation": "kip320", "replicas": 3, "log_size": 2, "max_records": 2, "max_leader_epoch": 2},
         "TLC parity: 737,794 states, depth 26 (TLC: 30 s with 2 workers, 54 s with 1)"),
     "replication-kip279-3r": ("replication", {"truncation": "kip279", "replicas": 3}, "violates strong-isr"),
+    "replication-kip320-3r-epoch3": (
+        "replication", {"replicas": 3, "max_leader_epoch": 3, "truncation": "kip320"},
+        "9,985,570 states, the issue 13 memory case (2.46 GiB peak with a dict visited set)"),
     "transactions-default": ("transactions", {}, "the default transactions check"),
     "group-default": ("group", {}, "the default group check"),
 }
@@ -38,9 +45,10 @@ import json, resource, sys, time
 from kafkamc.spec.registry import build_spec
 from kafkamc.checker.multicore import explore_multicore
 ref, params, workers = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
+frontier = json.loads(sys.argv[4])
 spec = build_spec(ref, params)
 cpu0 = time.process_time()
-r = explore_multicore(spec, workers=workers)
+r = explore_multicore(spec, workers=workers, frontier_memory=frontier)
 me = resource.getrusage(resource.RUSAGE_SELF)
 kids = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(json.dumps({
@@ -48,14 +56,15 @@ print(json.dumps({
     "generated": r.states_generated, "depth": r.depth, "seconds": r.seconds,
     "cpu": me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime,
     "rss_kb": me.ru_maxrss, "worker_rss_kb": kids.ru_maxrss,
+    "visited_bytes": r.extra.get("visited_bytes"), "on_disk": r.extra.get("frontier_levels_on_disk"),
 }))
 """
 
 
-def run_one(name: str, workers: int) -> dict[str, object]:
+def run_one(name: str, workers: int, frontier_memory: int | None = None) -> dict[str, object]:
     ref, params, _ = CONFIGS[name]
     done = subprocess.run(
-        [sys.executable, "-c", _CHILD, ref, json.dumps(params), str(workers)],
+        [sys.executable, "-c", _CHILD, ref, json.dumps(params), str(workers), json.dumps(frontier_memory)],
         capture_output=True, text=True,
     )
     if done.returncode != 0:
@@ -69,12 +78,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--list", action="store_true", help="list the configurations")
     ap.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)), help="local engine processes")
     ap.add_argument("--repeat", type=int, default=1, help="runs per configuration (best wall time is shown)")
+    ap.add_argument("--frontier-memory", type=parse_size, default=None, metavar="SIZE",
+                    help="with --workers 1: the frontier's memory budget, the rest on disk (default: all in memory)")
     args = ap.parse_args(argv)
     if args.list:
         for name, (ref, params, note) in CONFIGS.items():
             print(f"{name:34} {ref} {params}  {note}")
         return 0
-    names = args.configs or [n for n in CONFIGS if n not in ("replication-kip320-3r", "controller-large")]
+    names = args.configs or [n for n in CONFIGS if n not in (
+        "replication-kip320-3r", "controller-large", "replication-kip320-3r-epoch3")]
     for name in names:
         if name not in CONFIGS:
             print(f"unknown configuration {name!r}; allowed: {', '.join(CONFIGS)}", file=sys.stderr)
@@ -85,10 +97,11 @@ def main(argv: list[str] | None = None) -> int:
         load = float("nan")
     print(f"# workers={args.workers} load-average-1m={load:.2f} cores={os.cpu_count()}")
     header = (f"{'configuration':34} {'result':10} {'distinct':>10} {'generated':>11} {'depth':>5} "
-              f"{'wall s':>8} {'cpu s':>8} {'gen/s':>9} {'peak MB':>8} {'worker MB':>9} {'B/state':>8}")
+              f"{'wall s':>8} {'cpu s':>8} {'gen/s':>9} {'peak MB':>8} {'worker MB':>9} {'B/state':>8} "
+              f"{'visited B/state':>15}")
     print(header)
     for name in names:
-        runs = [run_one(name, args.workers) for _ in range(args.repeat)]
+        runs = [run_one(name, args.workers, args.frontier_memory) for _ in range(args.repeat)]
         best = min(runs, key=lambda r: r["seconds"])
         rate = best["generated"] / best["seconds"] if best["seconds"] else 0.0
         peak = best["rss_kb"] * 1024
@@ -96,7 +109,9 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{name:34} {verdict[:10]:10} {best['distinct']:>10,} {best['generated']:>11,} {best['depth']:>5} "
             f"{best['seconds']:>8.2f} {best['cpu']:>8.2f} {rate:>9,.0f} {peak / 2**20:>8.1f} "
-            f"{best['worker_rss_kb'] / 1024:>9.1f} {peak / max(best['distinct'], 1):>8.0f}",
+            f"{best['worker_rss_kb'] / 1024:>9.1f} {peak / max(best['distinct'], 1):>8.0f} "
+            f"{(best['visited_bytes'] or 0) / max(best['distinct'], 1):>15.1f}"
+            + (f"  ({best['on_disk']} levels on disk)" if best.get("on_disk") else ""),
             flush=True,
         )
     return 0

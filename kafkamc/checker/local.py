@@ -17,11 +17,17 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import time
 from array import array
 from typing import Any, Callable, Iterator, Sequence
 
+import numpy as np
+
 from kafkamc.checker.fingerprint import Fingerprinter, canonical
+from kafkamc.checker.fptable import FingerprintTable
+from kafkamc.checker.frontier import FrontierStore
+from kafkamc.checker.lineage import MAX_SUCCESSORS, Lineage
 from kafkamc.checker.watch import PROGRESS_EVERY, Watch, stop_reason
 from kafkamc.result import (
     DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult, LevelStats, coverage_of,
@@ -31,9 +37,12 @@ from kafkamc.errors import KafkamcError, MalformedSpec, SpecRaised, UsageError
 from kafkamc.invariants.api import Property, fails
 from kafkamc.spec.api import Spec, format_label, malformed_successors
 
-__all__ = ["explore", "state_key_function", "gc_paused", "first_violation", "recorded"]
+__all__ = ["explore", "state_key_function", "gc_paused", "first_violation", "recorded", "tally", "CHUNK"]
 
 Progress = Callable[[LevelStats], None]
+
+# Frontier states expanded per batch: their successors' fingerprints go to the table together.
+CHUNK = 16384
 
 
 def state_key_function(spec: Spec, sample: Any, symmetry: bool) -> tuple[Callable[[Any], int], Fingerprinter]:
@@ -88,7 +97,7 @@ def _culprit(spec: Spec, state: Any, exc: BaseException) -> SpecRaised:
     return SpecRaised("an action", state, exc)
 
 
-def recorded(seen: dict[int, int], parent: array, idx: int, last: int | None = None) -> Callable[[int, int], bool]:
+def recorded(table: FingerprintTable, lineage: Lineage, idx: int, last: int | None = None) -> Callable[[int, int], bool]:
     """For ``checked_replay``: is a fingerprint the state the search recorded at that position?
 
     The engines keep fingerprint -> index and each index's parent, so the trace's states are the
@@ -96,27 +105,39 @@ def recorded(seen: dict[int, int], parent: array, idx: int, last: int | None = N
     transition). ``last`` is the fingerprint of that transition's target, which may be a state
     first reached on another path.
     """
-    chain = []
-    while idx >= 0:
-        chain.append(idx)
-        idx = parent[idx]
-    chain.reverse()
+    chain = lineage.chain(idx)
 
     def expected(j: int, fp: int) -> bool:
         if j < len(chain):
-            return seen.get(fp) == chain[j]
+            return table.fingerprint(chain[j]) == fp
         return fp == last
 
     return expected
 
 
-def _path(parent: array, sidx: array, idx: int) -> list[int]:
-    path = []
-    while idx >= 0:
-        path.append(sidx[idx])
-        idx = parent[idx]
-    path.reverse()
-    return path
+def tally(p: Any, actions: Sequence[tuple[int, str, Callable[..., Any]]], constraint: Callable[..., bool] | None,
+          states: Sequence[Any], upto: int) -> tuple[list[int], list[int]]:
+    """Coverage (enabled, generated per action) of expanding ``states`` in order up to and including
+    their successor number ``upto`` (0-based): the counts of a level a bound cut short there."""
+    en = [0] * len(actions)
+    gen = [0] * len(actions)
+    left = upto + 1
+    for s in states:
+        if constraint is not None and not constraint(p, s):
+            continue
+        for ai, _, fn in actions:
+            c = 0
+            for _ in fn(p, s):
+                c += 1
+                if c == left:
+                    break
+            if c:
+                en[ai] += 1
+                gen[ai] += c
+                left -= c
+                if not left:
+                    return en, gen
+    return en, gen
 
 
 @contextlib.contextmanager
@@ -148,16 +169,22 @@ def explore(
     progress: Progress | None = None,
     max_memory: int | None = None,
     progress_every: float = PROGRESS_EVERY,
+    frontier_memory: int | None = None,
+    frontier_dir: str | os.PathLike[str] | None = None,
 ) -> CheckResult:
     """Exhaustively explore ``spec`` breadth-first, checking ``properties`` (default: the spec's).
 
     ``max_memory`` (bytes) stops the run as incomplete (reason ``max-memory``) when the process
     uses more; ``progress`` also gets a line within a level at least every ``progress_every``
-    seconds (see ``kafkamc.checker.watch``).
+    seconds (see ``kafkamc.checker.watch``). A level's states past ``frontier_memory`` bytes
+    (None: no limit) go to files in ``frontier_dir`` (default: a temporary directory), removed
+    at the end (see ``kafkamc.checker.frontier``).
     """
-    with gc_paused(), Watch(progress, max_memory=max_memory, every=progress_every) as watch:
+    with gc_paused(), Watch(progress, max_memory=max_memory, every=progress_every) as watch, \
+            FrontierStore(frontier_memory, frontier_dir) as store:
         return watch.annotate(_explore(spec, properties, max_depth=max_depth, max_states=max_states,
-                                       symmetry=symmetry, deadlock=deadlock, progress=watch.progress, watch=watch))
+                                       symmetry=symmetry, deadlock=deadlock, progress=watch.progress, watch=watch,
+                                       store=store))
 
 
 def _explore(
@@ -170,11 +197,13 @@ def _explore(
     deadlock: bool,
     progress: Progress | None,
     watch: Watch | None = None,
+    store: FrontierStore | None = None,
 ) -> CheckResult:
     props = tuple(spec.default_properties() if properties is None else properties)
     invs = [(pr.name, pr.fn) for pr in props if pr.kind == "invariant"]
     aprops = [(pr.name, pr.fn) for pr in props if pr.kind == "action"]
     p = spec.p
+    store = store if store is not None else FrontierStore(None)
     actions = [(ai, a.name, a.fn) for ai, a in enumerate(spec.actions())]
     # Coverage per action (TLC's -coverage): flushed once per (state, action), not per successor.
     cov_en = [0] * len(actions)
@@ -186,11 +215,11 @@ def _explore(
     inits = spec.initial()
     key, fpr = state_key_function(spec, inits[0], symmetry)
 
-    seen: dict[int, int] = {}
-    parent = array("q")
-    sidx = array("l")
+    table = FingerprintTable()
+    lineage = Lineage()
+    n = 0  # distinct states (a level cut short by a bound leaves more fingerprints in the table)
     generated = len(inits)
-    frontier: list[Any] = []
+    frontier = store.new()
     level_start = 0  # index of the first state of the current frontier
     depth = 1
     violated: str | None = None
@@ -202,112 +231,147 @@ def _explore(
         trace = None
         if bad_path is not None:
             trace = checked_replay(spec, bad_path, violated, props, key=key,
-                                   expected=recorded(seen, parent, *bad_at))
+                                   expected=recorded(table, lineage, *bad_at))
         return CheckResult(
             spec=spec.name, params=p.as_dict(), engine="local", result=kind,
             invariants=tuple(pr.name for pr in props) + ((DEADLOCK,) if deadlock else ()),
-            violated=violated, distinct_states=len(seen), states_generated=generated, depth=depth,
+            violated=violated, distinct_states=n, states_generated=generated, depth=depth,
             seconds=time.perf_counter() - started, trace=trace, reason=reason, symmetry=symmetry,
             coverage=coverage_of([a[1] for a in actions], cov_en, cov_gen, cov_new),
+            # For benchmarks/bench.py: the visited set's bytes, and what went to disk.
+            extra={"visited_bytes": table.nbytes + lineage.nbytes, "frontier_levels_on_disk": store.spilled_levels,
+                   "frontier_bytes_written": store.bytes_written},
         )
 
     if watch is not None:
         # Read from a signal handler between two bytecodes of the loop below, which keeps no
         # bookkeeping for it: states of the next level found so far are those past the frontier.
         watch.probe = lambda: None if reason is not None else LevelStats(
-            depth + 1, len(seen), generated, len(frontier), time.perf_counter() - started, within_level=True,
-            new=max(0, len(seen) - level_start - len(frontier)),
+            depth + 1, n, generated, len(frontier), time.perf_counter() - started, within_level=True,
+            new=max(0, n - level_start - len(frontier)),
         )
 
-    for i, s in enumerate(inits):
+    if len(inits) > MAX_SUCCESSORS:
+        raise UsageError(f"spec {spec.name}: {len(inits)} initial states; at most {MAX_SUCCESSORS} are supported")
+    ikeys = []
+    for s in inits:
         fpr.check(s)
-        k = key(s)
-        if k in seen:
-            continue
-        if max_states is not None and len(seen) >= max_states:
+        ikeys.append(key(s))
+    for i in np.flatnonzero(table.insert(np.array(ikeys, dtype=np.int64))).tolist():
+        if max_states is not None and n >= max_states:
             reason = "max-states"
             return result(INCOMPLETE)
-        seen[k] = len(parent)
-        parent.append(-1)
-        sidx.append(i)
-        frontier.append(s)
+        lineage.append(-1, i)
+        n += 1
+        frontier.extend([inits[i]])
         if violated is None:
-            bad = first_violation(p, s, invs)
+            bad = first_violation(p, inits[i], invs)
             if bad is not None:
-                violated, bad_path = bad, _path(parent, sidx, len(parent) - 1)
-                bad_at = (len(parent) - 1, None)
+                violated, bad_path, bad_at = bad, lineage.path(n - 1), (n - 1, None)
     if progress:
-        progress(LevelStats(1, len(seen), generated, len(frontier), time.perf_counter() - started))
+        progress(LevelStats(1, n, generated, len(frontier), time.perf_counter() - started))
     if violated is not None:
         return result(VIOLATION)
 
     try:
         while frontier:
             last_level = max_depth is not None and depth >= max_depth
-            nxt: list[Any] = []
+            nxt = store.new()
+            # (name, path, bad_at) of the first finding of the level, in breadth-first order.
             found: tuple[str, list[int], tuple[int, int | None]] | None = None
             dead_found = False
-            n = len(parent)
-            for pos, s in enumerate(frontier):
-                if constraint is not None and not constraint(p, s):
-                    continue
-                sid = level_start + pos
-                # Read once per state, not per successor: check() itself stops at its quota.
-                validating = fpr.validating
-                i = 0
-                try:
-                    for ai, aname, fn in actions:
-                        j = i
-                        for label, t in fn(p, s):
-                            if validating:
-                                # Before the seen-test: a colliding value would never look new.
-                                fpr.check(t)
-                            k = key(t)
-                            if aprops:
-                                flabel = format_label(aname, label)
-                                for pname, pfn in aprops:
-                                    if found is None:
+            base = level_start  # the index of the chunk's first state
+            for chunk in frontier.chunks(CHUNK):
+                # Every successor of the chunk in order: its fingerprint, the state, its action;
+                # and per state how many it has. Which are new is decided for all at once.
+                keys = array("q")
+                cands: list[Any] = []
+                cact = array("B" if len(actions) <= 256 else "H")
+                counts = array("l")
+                kapp, capp, aapp = keys.append, cands.append, cact.append
+                gen0, en0, g0 = generated, cov_en[:], cov_gen[:]
+                aprop: tuple[int, str, list[int], tuple[int, int | None]] | None = None  # ordinal first
+                dead = -1
+                for pos, s in enumerate(chunk):
+                    if constraint is not None and not constraint(p, s):
+                        counts.append(0)
+                        continue
+                    # Read once per state, not per successor: check() itself stops at its quota.
+                    validating = fpr.validating
+                    i = 0
+                    try:
+                        for ai, aname, fn in actions:
+                            j = i
+                            for label, t in fn(p, s):
+                                if validating:
+                                    # Before the seen-test: a colliding value would never look new.
+                                    fpr.check(t)
+                                k = key(t)
+                                if aprops and aprop is None and found is None:
+                                    flabel = format_label(aname, label)
+                                    for pname, pfn in aprops:
                                         r = pfn(p, s, flabel, t)
                                         if r is not True and fails(r, f"action property {pname} ({flabel})", s):
-                                            found = (pname, _path(parent, sidx, sid) + [i], (sid, k))
-                            if k not in seen:
-                                if last_level or (max_states is not None and n >= max_states):
-                                    reason = "max-depth" if last_level else "max-states"
-                                    generated += i + 1
-                                    cov_en[ai] += 1
-                                    cov_gen[ai] += i + 1 - j
-                                    return result(INCOMPLETE)
-                                seen[k] = n
-                                parent.append(sid)
-                                sidx.append(i)
-                                n += 1
-                                nxt.append(t)
-                                cov_new[ai] += 1
-                                if found is None:
-                                    for name, ifn in invs:
-                                        r = ifn(p, t)
-                                        if r is not True and fails(r, f"invariant {name}", t):
-                                            found = (name, _path(parent, sidx, n - 1), (n - 1, None))
+                                            aprop = (len(keys), pname, lineage.path(base + pos) + [i], (base + pos, k))
                                             break
-                            i += 1
-                        if i != j:
-                            cov_en[ai] += 1
-                            cov_gen[ai] += i - j
-                except (KafkamcError, KeyboardInterrupt):
-                    raise
-                except Exception as exc:
-                    raise _classify(spec, s, exc, invs, aprops) from exc
-                generated += i
-                if i == 0 and deadlock and not dead_found:
+                                kapp(k)
+                                capp(t)
+                                aapp(ai)
+                                i += 1
+                            if i != j:
+                                cov_en[ai] += 1
+                                cov_gen[ai] += i - j
+                    except (KafkamcError, KeyboardInterrupt):
+                        raise
+                    except Exception as exc:
+                        raise _classify(spec, s, exc, invs, aprops) from exc
+                    if i > MAX_SUCCESSORS:
+                        raise UsageError(f"spec {spec.name}: a state has {i} successors; at most {MAX_SUCCESSORS} are supported")
+                    counts.append(i)
+                    generated += i
+                    if i == 0 and deadlock and dead < 0:
+                        dead = pos
+                new = np.flatnonzero(table.insert(np.frombuffer(keys, dtype=np.int64)) if keys else ())
+                cut = len(new) if not last_level and (max_states is None or n + len(new) <= max_states) else (
+                    0 if last_level else max_states - n)
+                if cut < len(new):
+                    # A bound stops the run at the successor that would be one state too many:
+                    # the statistics count the chunk up to it, as when states are added one by one.
+                    reason = "max-depth" if last_level else "max-states"
+                    upto = int(new[cut])
+                    generated = gen0 + upto + 1
+                    en, gen = tally(p, actions, constraint, chunk, upto)
+                    for ai in range(len(actions)):
+                        cov_en[ai], cov_gen[ai] = en0[ai] + en[ai], g0[ai] + gen[ai]
+                    _count(cov_new, cact, new[:cut])
+                    n += cut
+                    return result(INCOMPLETE)
+                if len(new):
+                    ends = np.cumsum(np.frombuffer(counts, dtype=np.dtype(counts.typecode)))
+                    owner = np.searchsorted(ends, new, side="right")
+                    lineage.extend(base + owner, new - (ends[owner] - np.asarray(counts)[owner]))
+                    born = list(map(cands.__getitem__, new.tolist()))
+                    nxt.extend(born)
+                    _count(cov_new, cact, new)
+                    if found is None and invs:
+                        r, name = _first_bad(spec, invs, born, chunk, owner, aprops)
+                        # An action property of the same transition was checked first.
+                        if name is not None and (aprop is None or int(new[r]) < aprop[0]):
+                            aprop = (int(new[r]), name, lineage.path(n + r), (n + r, None))
+                    n += len(new)
+                if dead >= 0 and not dead_found:
                     dead_found = True
                     # Shorter than anything else this round can find, so it wins.
-                    found = (DEADLOCK, _path(parent, sidx, sid), (sid, None))
+                    found = (DEADLOCK, lineage.path(base + dead), (base + dead, None))
+                elif found is None and aprop is not None:
+                    found = aprop[1:]
+                base += len(chunk)
             level_start += len(frontier)
             frontier = nxt
             if frontier:
                 depth += 1
             if progress:
-                progress(LevelStats(depth, len(seen), generated, len(frontier), time.perf_counter() - started))
+                progress(LevelStats(depth, n, generated, len(frontier), time.perf_counter() - started))
             if found is not None:
                 violated, bad_path, bad_at = found
                 depth = max(depth, len(bad_path))
@@ -316,6 +380,33 @@ def _explore(
         reason = stop_reason(exc)
         return result(INCOMPLETE)
     return result(OK)
+
+
+def _first_bad(spec: Spec, invs: list, born: list[Any], chunk: list[Any], owner: np.ndarray,
+               aprops: list) -> tuple[int, str | None]:
+    """The first of the new states ``born`` that violates an invariant, and which one. One that
+    raises is named by ``_classify`` from the state it is a successor of (``chunk[owner[r]]``)."""
+    p = spec.p
+    r = 0
+    try:
+        for r, t in enumerate(born):
+            for name, ifn in invs:
+                v = ifn(p, t)
+                if v is not True and fails(v, f"invariant {name}", t):
+                    return r, name
+    except (KafkamcError, KeyboardInterrupt):
+        raise
+    except Exception as exc:
+        raise _classify(spec, chunk[int(owner[r])], exc, invs, aprops) from exc
+    return r, None
+
+
+def _count(into: list[int], actions: array, chosen: np.ndarray) -> None:
+    """Add to ``into`` (per action) how many of the ``chosen`` successors each action yielded."""
+    if len(chosen):
+        per = np.bincount(np.frombuffer(actions, dtype=np.dtype(actions.typecode))[chosen], minlength=len(into))
+        for ai, c in enumerate(per.tolist()):
+            into[ai] += c
 
 
 def _classify(spec: Spec, state: Any, exc: BaseException, invs: list, aprops: list) -> SpecRaised:

@@ -34,6 +34,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from kafkamc.checker.lineage import MAX_SUCCESSORS
 from kafkamc.checker.local import Progress, explore, first_violation, gc_paused, state_key_function
 from kafkamc.checker.resources import die_with_parent
 from kafkamc.checker.shard import Shard, key_order, owner_of
@@ -279,16 +280,21 @@ def explore_multicore(
     fork_threshold: int = FORK_THRESHOLD,
     max_memory: int | None = None,
     progress_every: float = PROGRESS_EVERY,
+    frontier_memory: int | None = None,
+    frontier_dir: str | os.PathLike[str] | None = None,
     timings: list[LevelTiming] | None = None,
 ) -> CheckResult:
     """Like ``local.explore`` (same results), on ``workers`` processes once levels are large.
 
-    ``max_memory`` bounds the memory of the parent and its workers together; ``timings``, if
-    given, gets a LevelTiming per level (``benchmarks/multicore_scaling.py`` reads them).
+    ``max_memory`` bounds the memory of the parent and its workers together. ``frontier_memory``
+    and ``frontier_dir`` apply with one worker (``local.explore``); several keep their shares of
+    the frontier in memory. ``timings``, if given, gets a LevelTiming per level
+    (``benchmarks/multicore_scaling.py`` reads them).
     """
     if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         return explore(spec, properties, max_depth=max_depth, max_states=max_states, symmetry=symmetry,
-                       deadlock=deadlock, progress=progress, max_memory=max_memory, progress_every=progress_every)
+                       deadlock=deadlock, progress=progress, max_memory=max_memory, progress_every=progress_every,
+                       frontier_memory=frontier_memory, frontier_dir=frontier_dir)
     with gc_paused(), Watch(progress, max_memory=max_memory, every=progress_every) as watch:
         return watch.annotate(_explore_multicore(
             spec, properties, workers=workers, max_depth=max_depth, max_states=max_states, symmetry=symmetry,
@@ -328,26 +334,29 @@ def _explore_multicore(
     names = [a.name for a in spec.actions()]
     cov = ([0] * len(names), [0] * len(names), [0] * len(names))  # enabled, generated, distinct
 
+    if len(inits) > MAX_SUCCESSORS:  # as local.explore: the same answer for every worker count
+        raise UsageError(f"spec {spec.name}: {len(inits)} initial states; at most {MAX_SUCCESSORS} are supported")
     root = Shard(spec, props, key, fpr, deadlock)
+    ikeys = []
+    for s in inits:
+        fpr.check(s)
+        ikeys.append(key(s))
     frontier: list[Any] = []
     fps: list[int] = []
-    for i, s in enumerate(inits):
-        fpr.check(s)
-        k = key(s)
-        if k in root.seen:
-            continue
+    # A state past --max-states stays in the table: the run ends there, and counts `distinct`.
+    for i in np.flatnonzero(root.add_roots(np.array(ikeys, dtype=np.int64))).tolist():
         if max_states is not None and distinct >= max_states:
             reason = "max-states"
             break
-        root.add_root(k, i)
         distinct += 1
-        frontier.append(s)
-        fps.append(k)
+        frontier.append(inits[i])
+        fps.append(ikeys[i])
         if violated is None:
-            violated = first_violation(p, s, invs)
+            violated = first_violation(p, inits[i], invs)
             if violated is not None:
-                bad_path, bad_expected = [i], _expected([k], None)
+                bad_path, bad_expected = [i], _expected([ikeys[i]], None)
     root.start(frontier, fps)
+    visited = [root.nbytes]  # per shard, as last reported
     handles: list[_Handle] = [_Local(root)]
     del root, frontier, fps  # after the fork the parent keeps no per-state data
     sizes = [len(handles[0].shard.frontier)]  # type: ignore[attr-defined]
@@ -360,7 +369,7 @@ def _explore_multicore(
             seconds=time.perf_counter() - started,
             trace=None if bad_path is None else checked_replay(
                 spec, bad_path, violated, props, key=key, expected=bad_expected),
-            reason=reason, symmetry=symmetry, extra={"workers": len(handles)},
+            reason=reason, symmetry=symmetry, extra={"workers": len(handles), "visited_bytes": sum(visited)},
             coverage=coverage_of(names, *cov),
         )
 
@@ -428,13 +437,14 @@ def _explore_multicore(
             kept = _round(handles, [("keep", w.tobytes(), np.searchsorted(everything, w).astype(np.int64).tobytes())
                                     for w in won])
             distinct += new
-            for e, (_, inv, dist) in zip(expanded, kept):
+            visited = [v for _, _, _, v in kept]
+            for e, (_, inv, dist, _) in zip(expanded, kept):
                 _add_coverage(cov, (*e[4], dist))
                 if inv is not None:
                     order = (*key_order(inv[0]), 1)
                     if found is None or order < found[0]:
                         found = (order, inv[1], inv[2], None, None)
-            sizes = [c for c, _, _ in kept]
+            sizes = [c for c, _, _, _ in kept]
             if sum(sizes):
                 depth += 1
             if progress:

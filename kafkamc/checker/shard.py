@@ -27,18 +27,22 @@ A level, as the coordinator (``multicore``) drives it:
 from __future__ import annotations
 
 import pickle
+import sys
 from array import array
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from kafkamc.checker.column import Column
 from kafkamc.checker.fingerprint import Fingerprinter
-from kafkamc.checker.local import _classify
+from kafkamc.checker.fptable import FingerprintTable
+from kafkamc.checker.lineage import MAX_SUCCESSORS
+from kafkamc.checker.local import _classify, tally
 from kafkamc.errors import KafkamcError, SpecRaised, UsageError
 from kafkamc.invariants.api import Property, fails
 from kafkamc.spec.api import Spec, format_label
 
-__all__ = ["Shard", "owner_of", "key_order", "MAX_SUCCESSORS", "MAX_ACTIONS"]
+__all__ = ["Shard", "owner_of", "key_order", "MAX_ACTIONS"]
 
 # A key packs the parent's rank, the successor index and the action (see above).
 _RANK_SHIFT = 24
@@ -46,8 +50,8 @@ _INDEX_SHIFT = 8
 _INDEX_MASK = 0xFFFF
 _ACTION_MASK = 0xFF
 MAX_ACTIONS = _ACTION_MASK + 1
-# Successor indexes run to MAX_SUCCESSORS - 1: the record of an initial state is marked 0xFFFF.
-MAX_SUCCESSORS = _INDEX_MASK
+# Successor indexes run to MAX_SUCCESSORS - 1 (65534): the record of an initial state is marked
+# with 0xFFFF.
 _ROOT = _INDEX_MASK
 _U64 = (1 << 64) - 1
 _EMPTY = np.empty(0, dtype=np.int64)
@@ -97,11 +101,11 @@ class Shard:
         self.index, self.count = 0, 1
         if len(self.actions) > MAX_ACTIONS:
             raise UsageError(f"spec {spec.name}: {len(self.actions)} actions; at most {MAX_ACTIONS} are supported")
-        # The owned part of the visited set: fingerprint -> record; a record is the parent's
-        # fingerprint and the successor index (for initial state i: i and _ROOT).
-        self.seen: dict[int, int] = {}
-        self.rec_parent = array("q")
-        self.rec_sidx = array("H")
+        # The owned part of the visited set, and per fingerprint (by its index in the table) a
+        # record: the parent's fingerprint and the successor index (initial state i: i and _ROOT).
+        self.table = FingerprintTable()
+        self.rec_parent = Column(np.int64)
+        self.rec_sidx = Column(np.uint16)
         # The frontier, in rank order, with each state's rank and fingerprint.
         self.frontier: list[Any] = []
         self.ranks = _EMPTY
@@ -120,14 +124,18 @@ class Shard:
 
     # -- the visited set -------------------------------------------------------------------
 
-    def add_root(self, fp: int, index: int) -> bool:
-        """Record initial state ``index``; False if its fingerprint was seen already."""
-        if fp in self.seen:
-            return False
-        self.seen[fp] = len(self.rec_sidx)
-        self.rec_parent.append(index)
-        self.rec_sidx.append(_ROOT)
-        return True
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the visited set and its records."""
+        return self.table.nbytes + self.rec_parent.nbytes + self.rec_sidx.nbytes
+
+    def add_roots(self, fps: np.ndarray) -> np.ndarray:
+        """Record the initial states (fingerprints in order); which are new (the first of equal ones)."""
+        new = self.table.insert(fps)
+        index = np.flatnonzero(new)
+        self.rec_parent.extend(index)
+        self.rec_sidx.extend(np.full(len(index), _ROOT, dtype=np.uint16))
+        return new
 
     def start(self, frontier: list[Any], fps: Sequence[int]) -> None:
         """The first level: the initial states kept, in order (their ranks)."""
@@ -137,7 +145,7 @@ class Shard:
 
     def record(self, fp: int) -> tuple[int | None, int]:
         """(parent fingerprint, successor index) of an owned state; (None, i) for initial state i."""
-        r = self.seen[fp]
+        r = int(self.table.index(np.array([fp], dtype=np.int64))[0])
         if self.rec_sidx[r] == _ROOT:
             return None, self.rec_parent[r]
         return self.rec_parent[r], self.rec_sidx[r]
@@ -145,13 +153,13 @@ class Shard:
     def split(self, index: int, count: int) -> None:
         """Become shard ``index`` of ``count``: keep the owned fingerprints and every count-th state
         of the frontier (interleaved, so that no shard holds only the first ranks, which win ties)."""
-        seen, parent, sidx = self.seen, self.rec_parent, self.rec_sidx
-        self.seen, self.rec_parent, self.rec_sidx = {}, array("q"), array("H")
-        for fp, r in seen.items():
-            if (fp & _U64) % count == index:
-                self.seen[fp] = len(self.rec_sidx)
-                self.rec_parent.append(parent[r])
-                self.rec_sidx.append(sidx[r])
+        table = self.table
+        fps = np.array([table.fingerprint(i) for i in range(len(table))], dtype=np.int64)
+        mine = _owners(fps, count) == index
+        self.table = FingerprintTable(capacity=int(mine.sum()))
+        self.table.insert(fps[mine])
+        self.rec_parent = Column(np.int64, self.rec_parent.values()[mine])
+        self.rec_sidx = Column(np.uint16, self.rec_sidx.values()[mine])
         self.frontier = self.frontier[index::count]
         self.ranks = self.ranks[index::count].copy()
         self.fps = self.fps[index::count].copy()
@@ -248,21 +256,17 @@ class Shard:
         order = np.argsort(keys)
         _, first = np.unique(fps[order], return_index=True)
         sel = order[np.sort(first)]  # the winning candidates, in key order
-        seen = self.seen
-        isnew = np.array([f not in seen for f in fps[sel].tolist()], dtype=bool)
-        winners = sel[isnew] if len(sel) else sel
-        n = len(self.rec_sidx)
-        seen.update(zip(fps[winners].tolist(), range(n, n + len(winners))))
+        winners = sel[self.table.insert(fps[sel])]  # indexed in key order, like their records
         wkeys = keys[winners]
-        self.rec_parent.frombytes(par[winners].tobytes())
-        self.rec_sidx.frombytes(((wkeys >> _INDEX_SHIFT) & _INDEX_MASK).astype(np.uint16).tobytes())
+        self.rec_parent.extend(par[winners])
+        self.rec_sidx.extend(((wkeys >> _INDEX_SHIFT) & _INDEX_MASK).astype(np.uint16))
         wsrc = src[winners]
         return [wkeys[wsrc == g].tobytes() for g in range(len(parts))]
 
-    def keep(self, won: bytes, ranks: bytes) -> tuple[int, Any, list[int]]:
+    def keep(self, won: bytes, ranks: bytes) -> tuple[int, Any, list[int], int]:
         """The candidates whose keys ``won`` (sorted), ranked ``ranks``, become the frontier; the
         first invariant violation among them in rank order (key, name, fingerprint); the states
-        each action found first."""
+        each action found first; the bytes of the visited set."""
         wkeys = _int64(won)
         idx = np.searchsorted(self.cand_keys, wkeys)
         cand = self.cand
@@ -272,7 +276,7 @@ class Shard:
         self.ranks = _int64(ranks)
         self.frontier = nxt
         self.cand, self.cand_keys, self.cand_fps = [], _EMPTY, _EMPTY
-        return len(nxt), self._first_violation(nxt, wkeys), dist
+        return len(nxt), self._first_violation(nxt, wkeys), dist, self.nbytes
 
     def _first_violation(self, states: list[Any], keys: np.ndarray) -> tuple[int, str, int] | None:
         """The first of ``states`` (in rank order) that violates an invariant: (key, name, fingerprint)."""
@@ -302,31 +306,14 @@ class Shard:
         sequential engine counts it: enabled and generated per action up to that successor,
         distinct among the keys ``won`` below it."""
         wkeys = _int64(won)
-        wkeys = wkeys[wkeys < cut]
-        dist = self._distinct(wkeys)
-        p, constraint = self.p, self.spec.constraint
+        dist = self._distinct(wkeys[wkeys < cut])
         cut_rank, cut_i = key_order(cut)
-        en = [0] * len(self.actions)
-        gen = [0] * len(self.actions)
-        for s, rank in zip(self.frontier, self.ranks.tolist()):
-            if rank > cut_rank:
-                break
-            if constraint is not None and not constraint(p, s):
-                continue
-            left = cut_i + 1 if rank == cut_rank else -1  # -1: every successor
-            for ai, _, fn in self.actions:
-                c = 0
-                for _ in fn(p, s):
-                    c += 1
-                    if c == left:
-                        break
-                if c:
-                    en[ai] += 1
-                    gen[ai] += c
-                    if left > 0:
-                        left -= c
-                        if not left:
-                            break
+        before = int(np.searchsorted(self.ranks, cut_rank))  # the states expanded in full
+        en, gen = tally(self.p, self.actions, self.spec.constraint, self.frontier[:before], sys.maxsize - 1)
+        if before < len(self.frontier) and self.ranks[before] == cut_rank:  # the state cut short is here
+            part = tally(self.p, self.actions, self.spec.constraint, self.frontier[before:before + 1], cut_i)
+            en = [a + b for a, b in zip(en, part[0])]
+            gen = [a + b for a, b in zip(gen, part[1])]
         return en, gen, dist
 
     # -- rebalancing -------------------------------------------------------------------------

@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
+from kafkamc.checker.frontier import DEFAULT_FRONTIER_MEMORY
 from kafkamc.checker.resources import default_memory_limit
 from kafkamc.cli.args import NO_LIMIT, add_check_arguments, print_progress
 from kafkamc.cli.output import check_counterexample_paths, write_counterexample
@@ -75,7 +78,8 @@ def run_check(args: argparse.Namespace, spec_ref: str) -> CheckResult:
         if args.engine != "local":
             raise UsageError("-r/--recoverability is checked on the state graph by the local engine only")
         for flag, given in (("--max-depth", args.max_depth), ("--deadlock", args.deadlock or None),
-                            ("--workers", args.workers), ("--max-memory", getattr(args, "max_memory", None))):
+                            ("--workers", args.workers), ("--max-memory", getattr(args, "max_memory", None)),
+                            *frontier_flags(args)):
             if given is not None:
                 raise UsageError(f"{flag} does not apply with -r (the whole state graph is built); allowed with -r: "
                                  "-p, -i, --max-states, --symmetry, --json, --out, --html, --progress")
@@ -96,6 +100,9 @@ def run_check(args: argparse.Namespace, spec_ref: str) -> CheckResult:
         if getattr(args, "max_memory", None) is not None:
             raise UsageError("--max-memory applies only to --engine local; Spark's memory is bounded by its own "
                              "settings (spark.driver.memory, spark.executor.memory)")
+        for flag, given in frontier_flags(args):
+            if given is not None:
+                raise UsageError(f"{flag} applies only to --engine local; Spark keeps the frontier on its executors")
         return explore_spark(
             spec, props, master=args.master, partitions=args.partitions, max_depth=args.max_depth,
             max_states=args.max_states, symmetry=args.symmetry, deadlock=args.deadlock, progress=progress,
@@ -104,11 +111,43 @@ def run_check(args: argparse.Namespace, spec_ref: str) -> CheckResult:
         raise UsageError("--master and --partitions apply only to --engine spark")
     from kafkamc.checker.multicore import available_cores, explore_multicore
 
-    workers = args.workers if args.workers is not None else available_cores()
+    frontier_given = [flag for flag, given in frontier_flags(args) if given is not None]
+    # The frontier goes to disk in the single-process engine: asking for it without --workers
+    # picks that engine; with several workers each keeps its slice of the frontier in memory.
+    workers = args.workers if args.workers is not None else 1 if frontier_given else available_cores()
+    if workers > 1 and frontier_given:
+        raise UsageError(f"{frontier_given[0]} applies to the single-process engine, whose frontier can go to "
+                         f"disk; allowed with it: --workers 1 (or no --workers)")
+    budget, where = frontier_options(args)
     return explore_multicore(
         spec, props, workers=workers, max_depth=args.max_depth, max_states=args.max_states,
         symmetry=args.symmetry, deadlock=args.deadlock, progress=progress, max_memory=memory_limit(args),
+        frontier_memory=budget, frontier_dir=where,
     )
+
+
+def frontier_flags(args: argparse.Namespace) -> tuple[tuple[str, Any], ...]:
+    return (("--frontier-memory", getattr(args, "frontier_memory", None)),
+            ("--frontier-dir", getattr(args, "frontier_dir", None)))
+
+
+def frontier_options(args: argparse.Namespace) -> tuple[int | None, str | None]:
+    """The frontier's memory budget (None: no limit) and the directory its files go under."""
+    given = getattr(args, "frontier_memory", None)
+    budget = DEFAULT_FRONTIER_MEMORY if given is None else None if given == NO_LIMIT else given
+    where = getattr(args, "frontier_dir", None)
+    if where is not None:
+        path = Path(where)
+        if path.exists() and not path.is_dir():
+            raise UsageError(f"--frontier-dir {where}: not a directory; allowed: a directory, or a path to create one at")
+        probe = path
+        while not probe.exists():
+            probe = probe.parent
+        if not os.access(probe, os.W_OK | os.X_OK):
+            raise UsageError(f"--frontier-dir {where}: {probe} is not writable; allowed: a directory you can write to")
+    elif getattr(args, "out", None):
+        where = args.out
+    return budget, where
 
 
 def memory_limit(args: argparse.Namespace) -> int | None:

@@ -46,7 +46,9 @@ def run_liveness(args: argparse.Namespace, spec: Spec) -> CheckResult:
     if args.engine != "local":
         raise UsageError("-l/--liveness is checked on the state graph by the local engine only")
     for flag, given in (("--max-depth", args.max_depth), ("--deadlock", args.deadlock or None),
-                        ("--workers", args.workers), ("--master", args.master), ("--partitions", args.partitions)):
+                        ("--workers", args.workers), ("--master", args.master), ("--partitions", args.partitions),
+                        ("--frontier-memory", getattr(args, "frontier_memory", None)),
+                        ("--frontier-dir", getattr(args, "frontier_dir", None))):
         if given is not None:
             raise UsageError(f"{flag} does not apply with -l (the whole state graph is built); allowed with -l: "
                              "-p, -i, --fair, --strong-fair, --no-fairness, --max-states, --json, --out, --html, "
