@@ -2,6 +2,7 @@
 
     python benchmarks/bench.py --list
     python benchmarks/bench.py replication-kip320-3r [--workers 2] [--repeat 3]
+    python benchmarks/bench.py replication-kip320-3r --checkpoint-every 0 [--resume-after LEVEL]
     python benchmarks/bench.py replication-kip320-3r-epoch3 --workers 1 --frontier-memory 256M
 
 For each configuration, in a fresh process: distinct states, states generated, depth, wall
@@ -9,6 +10,13 @@ seconds, CPU seconds (user + system, workers included: the honest figure on a bu
 states generated per second, peak memory (RSS of the checking process and, separately, of its
 largest worker), bytes of peak RSS per distinct state, and the bytes per distinct state of the
 visited set itself (fingerprint table, parent and successor-index columns).
+
+``--checkpoint-every MIN`` checkpoints the run into a temporary directory (0: every level) and
+also prints how many checkpoints were written, the wall seconds spent writing them and the size
+of the largest. ``--resume-after LEVEL`` stops the run after that level (its checkpoint is the
+previous level's) and resumes it in the same process: the figures are then the resumed run's
+(the counts are the whole run's, as always; CPU seconds count both runs), with the seconds and
+CPU seconds the checkpoint took to verify and load.
 """
 
 from __future__ import annotations
@@ -41,14 +49,39 @@ CONFIGS: dict[str, tuple[str, dict[str, object], str]] = {
 }
 
 _CHILD = r"""
-import json, resource, sys, time
+import json, resource, shutil, sys, tempfile, time
 from kafkamc.spec.registry import build_spec
 from kafkamc.checker.multicore import explore_multicore
 ref, params, workers = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
-frontier = json.loads(sys.argv[4])
+frontier, every, resume_after = json.loads(sys.argv[4]), json.loads(sys.argv[5]), json.loads(sys.argv[6])
 spec = build_spec(ref, params)
-cpu0 = time.process_time()
-r = explore_multicore(spec, workers=workers, frontier_memory=frontier)
+extra = {}
+if every is None:
+    r = explore_multicore(spec, workers=workers, frontier_memory=frontier)
+else:
+    from kafkamc.checker.checkpoint import Checkpointer
+    from kafkamc.checker.manifest import read_manifest, spec_identity
+    from kafkamc.checker.watch import Stopped
+
+    def stop(stats):
+        if not stats.within_level and stats.level == resume_after:
+            raise Stopped("interrupted")
+
+    where = tempfile.mkdtemp(prefix="kafkamc-bench-")
+    try:
+        with Checkpointer(where, spec_identity(spec, ref), {}, every * 60.0) as ckpt:
+            r = explore_multicore(spec, workers=workers, frontier_memory=frontier, checkpoint=ckpt,
+                                  progress=stop if resume_after else None)
+            extra = {"saves": ckpt.saves, "save_s": ckpt.save_seconds, "largest": ckpt.largest}
+        if resume_after:
+            with Checkpointer(where, spec_identity(spec, ref), {}, every * 60.0, read_manifest(where)) as ckpt:
+                cpu0 = time.process_time()
+                state = ckpt.resume()
+                extra["load_s"], extra["load_cpu"] = ckpt.load_seconds, time.process_time() - cpu0
+                ckpt.resume = lambda: state
+                r = explore_multicore(spec, workers=workers, frontier_memory=frontier, checkpoint=ckpt)
+    finally:
+        shutil.rmtree(where)
 me = resource.getrusage(resource.RUSAGE_SELF)
 kids = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(json.dumps({
@@ -56,15 +89,17 @@ print(json.dumps({
     "generated": r.states_generated, "depth": r.depth, "seconds": r.seconds,
     "cpu": me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime,
     "rss_kb": me.ru_maxrss, "worker_rss_kb": kids.ru_maxrss,
-    "visited_bytes": r.extra.get("visited_bytes"), "on_disk": r.extra.get("frontier_levels_on_disk"),
+    "visited_bytes": r.extra.get("visited_bytes"), "on_disk": r.extra.get("frontier_levels_on_disk"), **extra,
 }))
 """
 
 
-def run_one(name: str, workers: int, frontier_memory: int | None = None) -> dict[str, object]:
+def run_one(name: str, workers: int, frontier_memory: int | None = None, every: float | None = None,
+            resume_after: int | None = None) -> dict[str, object]:
     ref, params, _ = CONFIGS[name]
     done = subprocess.run(
-        [sys.executable, "-c", _CHILD, ref, json.dumps(params), str(workers), json.dumps(frontier_memory)],
+        [sys.executable, "-c", _CHILD, ref, json.dumps(params), str(workers), json.dumps(frontier_memory),
+         json.dumps(every), json.dumps(resume_after)],
         capture_output=True, text=True,
     )
     if done.returncode != 0:
@@ -80,7 +115,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=1, help="runs per configuration (best wall time is shown)")
     ap.add_argument("--frontier-memory", type=parse_size, default=None, metavar="SIZE",
                     help="with --workers 1: the frontier's memory budget, the rest on disk (default: all in memory)")
+    ap.add_argument("--checkpoint-every", type=float, default=None, metavar="MIN",
+                    help="checkpoint into a temporary directory at most every MIN minutes (0: every level)")
+    ap.add_argument("--resume-after", type=int, default=None, metavar="LEVEL",
+                    help="with --checkpoint-every: stop after LEVEL, then resume (figures of the resumed run)")
     args = ap.parse_args(argv)
+    if args.resume_after is not None and args.checkpoint_every is None:
+        print("--resume-after needs --checkpoint-every", file=sys.stderr)
+        return 2
     if args.list:
         for name, (ref, params, note) in CONFIGS.items():
             print(f"{name:34} {ref} {params}  {note}")
@@ -101,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{'visited B/state':>15}")
     print(header)
     for name in names:
-        runs = [run_one(name, args.workers, args.frontier_memory) for _ in range(args.repeat)]
+        runs = [run_one(name, args.workers, args.frontier_memory, args.checkpoint_every, args.resume_after)
+                for _ in range(args.repeat)]
         best = min(runs, key=lambda r: r["seconds"])
         rate = best["generated"] / best["seconds"] if best["seconds"] else 0.0
         peak = best["rss_kb"] * 1024
@@ -114,6 +157,11 @@ def main(argv: list[str] | None = None) -> int:
             + (f"  ({best['on_disk']} levels on disk)" if best.get("on_disk") else ""),
             flush=True,
         )
+        if "saves" in best:
+            loaded = (f", loaded and verified in {best['load_s']:.2f} s ({best['load_cpu']:.2f} s CPU)"
+                      if "load_s" in best else "")
+            print(f"  checkpoints: {best['saves']} written in {best['save_s']:.2f} s, largest "
+                  f"{best['largest'] / 2**20:.1f} MiB{loaded}", flush=True)
     return 0
 
 

@@ -9,9 +9,10 @@ import pytest
 
 from kafkamc.checker.local import explore
 from kafkamc.errors import UsageError
-from kafkamc.spec.controller import Broker, Controller, Kind, Session, _forget_others, _rename, canonical
+from kafkamc.spec.controller import Controller, Kind, Session, _forget_others, _rename, canonical
 
-ALL = ("single-controller-per-epoch", "controller-epoch-monotonic", "no-stale-request-applied", "zk-writes-fenced")
+ALL = ("no-stale-request-applied", "zk-writes-fenced", "controller-context-agrees-with-zk", "broker-view-agrees-with-zk",
+       "replica-stopped-only-in-shutdown", "controller-epoch-bumped-by-owner")
 
 
 def check(invariants=None, *, symmetry=False, **params):
@@ -47,13 +48,15 @@ FAILOVER = ("Elect(b1, epoch=1)", "SessionExpired(b1)", "Elect(b2, epoch=2)")
 def test_defaults_and_default_invariants():
     spec = Controller()
     assert spec.p.as_dict() == {
-        "fencing": "zkversion", "election": "multi", "broker_epoch": True, "brokers": 3, "elections": 2, "expiries": 1, "crashes": 0,
-        "leader_epochs": 1, "requests": 2, "in_flight": 2,
+        "fencing": "zkversion", "election": "multi", "broker_epoch": True, "controlled_shutdown": False,
+        "leader_isr_write": False, "isr_write_recheck": True, "brokers": 3, "elections": 2, "expiries": 1,
+        "crashes": 0, "leader_epochs": 1, "requests": 2, "in_flight": 2, "isr_changes": 1,
     }
     assert tuple(pr.name for pr in Controller.default_properties()) == ALL
     kinds = {pr.name: pr.kind for pr in Controller.properties()}
     assert kinds["controller-epoch-monotonic"] == "action"
-    assert all(kinds[n] == "invariant" for n in ALL if n != "controller-epoch-monotonic")
+    assert kinds["controller-epoch-bumped-by-owner"] == "action"
+    assert all(kinds[n] == "invariant" for n in ALL if n != "controller-epoch-bumped-by-owner")
 
 
 def test_bad_parameters_are_usage_errors():
@@ -254,7 +257,7 @@ def test_the_properties_catch_what_they_claim():
     assert mono(spec.p, s, "Elect(b2, epoch=2)", s)
     # Forged states: the zombie and the new controller with one epoch; /controller_epoch going back.
     b2 = s.brokers[1]
-    same_epoch = Broker(b2.up, b2.session, 2, 1, 1, 0, 0, 0)
+    same_epoch = replace(b2, active_controller=2, epoch=1, epoch_zk_version=1, context_leader_epoch=0)
     assert not single(spec.p, replace(s, brokers=(s.brokers[0], same_epoch, s.brokers[2])))
     assert not mono(spec.p, s, "forged", replace(s, controller_epoch=1))
     seen = replace(s.brokers[2], seen_controller_epoch=2)

@@ -29,6 +29,7 @@ CONTROLLER_AUX = (
     "requests-only-to-running-brokers", "live-controller-owns-znode", "partition-epoch-in-step",
     "elections-need-session-loss",
 )
+# The four fencing properties of the proof (until issue 15 they were the spec's defaults).
 CONTROLLER_DEFAULTS = ("single-controller-per-epoch", "controller-epoch-monotonic", "no-stale-request-applied",
                        "zk-writes-fenced")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from kafkamc import Param, Spec, action, action_property, invariant
@@ -204,3 +205,37 @@ class NoActions(Spec):
 
     def inc(p, s):  # not decorated: never an action
         yield "Inc", Pair(s.x + 1, s.y)
+
+
+@invariant("rung-below-top", "the ladder's top rung is never reached at position 0")
+def rung_below_top(p, s):
+    return not (s.x == p.rungs and s.y == 0)
+
+
+class Ladder(Spec):
+    """Levels of ``width`` states (x is the rung, y the position on it), each reaching two of the
+    next; each expansion sleeps ``delay_us``, so a level takes a known time without using CPU.
+    ``top`` makes reaching the last rung at position 0 a violation."""
+
+    name = "ladder"
+    description = "wide levels of slow states"
+    parameters = (
+        Param("width", 1000, "states per rung", min=1, max=100_000),
+        Param("rungs", 6, "rungs", min=1, max=100),
+        Param("delay_us", 0, "sleep per expanded state (microseconds)", min=0, max=1_000_000),
+        Param("top", False, "check rung-below-top"),
+    )
+    invariants = (rung_below_top,)
+    default_invariants = ()
+
+    def init_states(p):
+        for y in range(p.width):
+            yield Pair(0, y)
+
+    @action
+    def climb(p, s):
+        if s.x < p.rungs:
+            if p.delay_us:
+                time.sleep(p.delay_us / 1e6)
+            yield "Up", Pair(s.x + 1, s.y)
+            yield "Skip", Pair(s.x + 1, (s.y * 7 + s.x) % p.width)

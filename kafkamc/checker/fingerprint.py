@@ -171,3 +171,13 @@ class Fingerprinter:
     @property
     def validating(self) -> bool:
         return self._to_validate > 0
+
+    @property
+    def validate_left(self) -> int:
+        """How many more states check() deep-checks (a checkpoint keeps it, so a resumed run
+        checks the same states as an uninterrupted one)."""
+        return self._to_validate
+
+    @validate_left.setter
+    def validate_left(self, left: int) -> None:
+        self._to_validate = left if self.fast else 0

@@ -67,6 +67,10 @@ class FingerprintTable:
         """The fingerprint with index ``i``."""
         return self._fps[i]
 
+    def fingerprints(self) -> np.ndarray:
+        """Every fingerprint, in index order (a view, valid until the table next grows)."""
+        return self._fps.values()
+
     def insert(self, keys: np.ndarray) -> np.ndarray:
         """Add ``keys`` (int64). Returns a bool mask of the keys that were new: absent before, and
         the first occurrence within ``keys``. The new keys get the indexes ``len(self)`` onwards
@@ -197,12 +201,20 @@ class FingerprintTable:
         """The table ``save`` wrote. A missing or damaged file (not a 1-D int64 array, or a
         fingerprint twice) is ValueError saying so."""
         path = Path(directory) / _FILE
-        fps = load_array(path, np.int64)
+        try:
+            return cls.of(load_array(path, np.int64))
+        except ValueError as exc:
+            raise ValueError(f"{path}: damaged: {exc}") from None
+
+    @classmethod
+    def of(cls, fps: np.ndarray) -> "FingerprintTable":
+        """A table of ``fps`` (int64) with their indexes in that order; ValueError if a
+        fingerprint appears twice."""
         table = cls(capacity=len(fps))
         for start in range(0, len(fps), _LOAD_BATCH):
             part = fps[start:start + _LOAD_BATCH]
             if not table.insert(part).all():
-                raise ValueError(f"{path}: damaged: a fingerprint appears twice")
+                raise ValueError("a fingerprint appears twice")
         return table
 
 

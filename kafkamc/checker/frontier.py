@@ -97,7 +97,8 @@ class FrontierStore:
 
 
 class Frontier:
-    """One level: ``extend`` in order, then ``chunks`` once, in the same order."""
+    """One level: ``extend`` in order, then ``chunks``, in the same order, as often as needed (a
+    checkpoint reads the level before it is expanded, and again after a stop), then ``discard``."""
 
     def __init__(self, store: FrontierStore) -> None:
         self._store = store
@@ -144,17 +145,18 @@ class Frontier:
 
     def chunks(self, size: int) -> Iterator[list[Any]]:
         """The states in order, in lists of at most ``size`` (a list from the file may be shorter).
-        Read once: the file is deleted when it has been read."""
+        The level is complete from the first call on (``extend`` no more); its file stays until
+        ``discard``."""
         if self._file is not None:
             self._store.bytes_written += self._file.tell()
             self._file.close()
             self._file = None
-            with open(self._path, "rb") as f:  # type: ignore[arg-type]
+        if self._path is not None:
+            with open(self._path, "rb") as f:
                 for _ in range(self._chunks_on_disk):
                     part = pickle.load(f)
                     for i in range(0, len(part), size):
                         yield part[i:i + size]
-            os.unlink(self._path)  # type: ignore[arg-type]
         mem = self._mem
         for i in range(0, len(mem), size):
             yield mem[i:i + size]
@@ -167,4 +169,6 @@ class Frontier:
         if self._path is not None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self._path)
+            self._path = None
+            self._chunks_on_disk = 0
         self._mem = []

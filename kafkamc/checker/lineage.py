@@ -52,6 +52,11 @@ class Lineage:
         self._parent.set_length(n)
         self._sidx.set_length(n)
 
+    def columns(self) -> tuple[np.ndarray, np.ndarray]:
+        """The parent and successor-index columns, in index order (views, valid until the next
+        append or extend)."""
+        return self._parent.values(), self._sidx.values()
+
     def parent(self, i: int) -> int:
         return self._parent[i]
 
@@ -83,10 +88,19 @@ class Lineage:
         """What ``save`` wrote; ValueError naming a missing or damaged file."""
         parent = load_array(Path(directory) / _PARENT, np.int32)
         sidx = load_array(Path(directory) / _SIDX, np.uint16)
+        try:
+            return cls.of(parent, sidx)
+        except ValueError as exc:
+            raise ValueError(f"{directory}: damaged: {exc}") from None
+
+    @classmethod
+    def of(cls, parent: np.ndarray, sidx: np.ndarray) -> "Lineage":
+        """The records ``parent`` and ``sidx``, in index order; ValueError if they cannot be a
+        lineage (different lengths, a parent that is not an earlier state)."""
         if len(parent) != len(sidx):
-            raise ValueError(f"{directory}: damaged: {len(parent)} parents but {len(sidx)} successor indexes")
+            raise ValueError(f"{len(parent)} parents but {len(sidx)} successor indexes")
         if len(parent) and (parent.min() < -1 or (parent >= np.arange(len(parent))).any()):
-            raise ValueError(f"{directory}: damaged: a parent index is not an earlier state")
+            raise ValueError("a parent index is not an earlier state")
         out = cls()
         out.extend(parent, sidx)
         return out

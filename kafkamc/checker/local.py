@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from kafkamc.checker.checkpoint import Boundary, Checkpointer
 from kafkamc.checker.fingerprint import Fingerprinter, canonical
 from kafkamc.checker.fptable import FingerprintTable
 from kafkamc.checker.frontier import FrontierStore
@@ -171,6 +172,7 @@ def explore(
     progress_every: float = PROGRESS_EVERY,
     frontier_memory: int | None = None,
     frontier_dir: str | os.PathLike[str] | None = None,
+    checkpoint: Checkpointer | None = None,
 ) -> CheckResult:
     """Exhaustively explore ``spec`` breadth-first, checking ``properties`` (default: the spec's).
 
@@ -178,13 +180,14 @@ def explore(
     uses more; ``progress`` also gets a line within a level at least every ``progress_every``
     seconds (see ``kafkamc.checker.watch``). A level's states past ``frontier_memory`` bytes
     (None: no limit) go to files in ``frontier_dir`` (default: a temporary directory), removed
-    at the end (see ``kafkamc.checker.frontier``).
+    at the end (see ``kafkamc.checker.frontier``). ``checkpoint`` saves level boundaries when due
+    and the last one when the run is stopped, and resumes from its checkpoint if it has one.
     """
     with gc_paused(), Watch(progress, max_memory=max_memory, every=progress_every) as watch, \
             FrontierStore(frontier_memory, frontier_dir) as store:
         return watch.annotate(_explore(spec, properties, max_depth=max_depth, max_states=max_states,
                                        symmetry=symmetry, deadlock=deadlock, progress=watch.progress, watch=watch,
-                                       store=store))
+                                       store=store, checkpoint=checkpoint))
 
 
 def _explore(
@@ -198,6 +201,7 @@ def _explore(
     progress: Progress | None,
     watch: Watch | None = None,
     store: FrontierStore | None = None,
+    checkpoint: Checkpointer | None = None,
 ) -> CheckResult:
     props = tuple(spec.default_properties() if properties is None else properties)
     invs = [(pr.name, pr.fn) for pr in props if pr.kind == "invariant"]
@@ -253,8 +257,9 @@ def _explore(
 
     if len(inits) > MAX_SUCCESSORS:
         raise UsageError(f"spec {spec.name}: {len(inits)} initial states; at most {MAX_SUCCESSORS} are supported")
+    resumed = checkpoint.resume() if checkpoint is not None else None
     ikeys = []
-    for s in inits:
+    for s in inits if resumed is None else ():
         fpr.check(s)
         ikeys.append(key(s))
     for i in np.flatnonzero(table.insert(np.array(ikeys, dtype=np.int64))).tolist():
@@ -268,10 +273,23 @@ def _explore(
             bad = first_violation(p, inits[i], invs)
             if bad is not None:
                 violated, bad_path, bad_at = bad, lineage.path(n - 1), (n - 1, None)
+    if resumed is not None:
+        table, lineage, n, depth, level_start, generated = resumed.restore(
+            (cov_en, cov_gen, cov_new), fpr, frontier, watch)
+        started -= resumed.boundary.seconds
     if progress:
-        progress(LevelStats(1, n, generated, len(frontier), time.perf_counter() - started))
+        progress(LevelStats(depth, n, generated, len(frontier), time.perf_counter() - started))
     if violated is not None:
         return result(VIOLATION)
+
+    def boundary() -> Boundary:
+        return Boundary(depth, level_start, n, generated, tuple(cov_en), tuple(cov_gen), tuple(cov_new),
+                        fpr.validate_left, time.perf_counter() - started)
+
+    # The last level boundary and its frontier, taken in one assignment (a signal comes between
+    # two bytecodes): what a stopped run's checkpoint holds. The fingerprint table and lineage
+    # need no undoing: their first `distinct` entries are the boundary's whatever came after.
+    mark = (boundary(), frontier) if checkpoint is not None else None
 
     try:
         while frontier:
@@ -367,7 +385,7 @@ def _explore(
                     found = aprop[1:]
                 base += len(chunk)
             level_start += len(frontier)
-            frontier = nxt
+            done, frontier = frontier, nxt
             if frontier:
                 depth += 1
             if progress:
@@ -376,9 +394,21 @@ def _explore(
                 violated, bad_path, bad_at = found
                 depth = max(depth, len(bad_path))
                 return result(VIOLATION)
+            if checkpoint is not None and frontier:
+                mark = (boundary(), frontier)
+                if checkpoint.due():
+                    checkpoint.save(mark[0], table, lineage, frontier=frontier.chunks(CHUNK))
+            if mark is None or mark[1] is not done:
+                done.discard()
     except KeyboardInterrupt as exc:
         reason = stop_reason(exc)
-        return result(INCOMPLETE)
+        stopped = result(INCOMPLETE)
+        if checkpoint is not None and mark is not None:
+            try:
+                checkpoint.save(mark[0], table, lineage, frontier=mark[1].chunks(CHUNK))
+            except (KafkamcError, OSError) as failed:
+                checkpoint.failure = str(failed)
+        return stopped
     return result(OK)
 
 

@@ -22,6 +22,7 @@ big enough to pay for them; small models never leave the parent process.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import multiprocessing
 import os
@@ -30,14 +31,16 @@ import signal
 import time
 from array import array
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from kafkamc.checker.lineage import MAX_SUCCESSORS
+from kafkamc.checker.checkpoint import Boundary, Checkpointer
+from kafkamc.checker.fptable import FingerprintTable
+from kafkamc.checker.lineage import MAX_SUCCESSORS, Lineage
 from kafkamc.checker.local import Progress, explore, first_violation, gc_paused, state_key_function
 from kafkamc.checker.resources import die_with_parent
-from kafkamc.checker.shard import Shard, key_order, owner_of
+from kafkamc.checker.shard import Abandoned, Shard, key_order
 from kafkamc.checker.watch import PROGRESS_EVERY, Watch, stop_reason
 from kafkamc.result import DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult, LevelStats, coverage_of
 from kafkamc.counterexamples.checked import checked_replay
@@ -49,6 +52,10 @@ __all__ = ["explore_multicore", "available_cores", "FORK_THRESHOLD", "LevelTimin
 
 # A level with fewer states than this is expanded in the parent: forking costs more than it saves.
 FORK_THRESHOLD = 2000
+# How long a stopped run waits for its workers to set their level aside and write their part of the
+# checkpoint's frontier (seconds); a worker stuck longer in a spec's function is killed, and the
+# checkpoint is the last one written at a level boundary.
+ABANDON_WAIT = 5.0
 
 
 def available_cores() -> int:
@@ -73,7 +80,7 @@ class LevelTiming:
 # -- worker processes --------------------------------------------------------------------------
 
 # What a worker answers; everything else it is sent is an engine bug.
-_OPS = frozenset({"expand", "merge", "keep", "tally", "take", "give", "record"})
+_OPS = frozenset({"expand", "merge", "keep", "tally", "take", "give", "record", "columns", "scatter", "dump"})
 
 
 def _serve(conn: Any, shard: Shard, index: int, count: int, parent_pid: int) -> None:
@@ -104,6 +111,9 @@ def _serve(conn: Any, shard: Shard, index: int, count: int, parent_pid: int) -> 
                 conn.send(("ok", out, time.process_time()))
             except KeyboardInterrupt:
                 return
+            except Abandoned:
+                shard.cand = []
+                conn.send(("abandoned",))
             except SpecRaised as exc:
                 conn.send(("raised", exc.where, _portable(exc.state), type(exc.error).__name__, str(exc.error),
                            getattr(exc, "rank", None)))
@@ -152,6 +162,9 @@ class _Handle:
         self.send(*msg)
         return self.result()
 
+    def abandon(self) -> None:
+        """Make the shard drop the request it works on and wait until it is idle."""
+
     def stop(self) -> None:
         pass
 
@@ -164,26 +177,50 @@ class _Remote(_Handle):
 
     def __init__(self, ctx: Any, shard: Shard, index: int, count: int) -> None:
         self.conn, child = ctx.Pipe()
-        shard.meter = ctx.RawArray("q", 2)
+        shard.meter = ctx.RawArray("q", 3)  # expanded, generated, abandon
         self.meter = shard.meter
         self.waiting = False
+        self._reply: Any = None
         self.proc = ctx.Process(target=_serve, args=(child, shard, index, count, os.getpid()), daemon=True)
         self.proc.start()
         self.pid = self.proc.pid
         child.close()
 
     def send(self, *msg: Any) -> None:
-        if msg[0] == "expand":
-            self.expanding = True
-        self.waiting = True
-        self.conn.send(msg)
+        # Whole or not at all: a message cut by a signal would leave the pipe out of step; and
+        # `waiting` says exactly whether a request is out (abandon() waits for its reply).
+        with _signals_held():
+            self.conn.send(msg)
+            if msg[0] == "expand":
+                self.expanding = True
+            self.waiting = True
+
+    def _receive(self, timeout: float | None = None) -> Any:
+        """The reply to the request sent, kept until taken: the wait can be interrupted (nothing is
+        read), the read cannot (a reply half read would leave the pipe out of step)."""
+        if self._reply is None:
+            if not self.conn.poll(timeout):
+                raise TimeoutError()
+            with _signals_held():
+                try:
+                    self._reply = self.conn.recv()
+                except EOFError:
+                    raise SpecRaised("a worker process", None, RuntimeError("worker exited unexpectedly")) from None
+                self.waiting = False
+        return self._reply
+
+    def abandon(self) -> None:
+        if self.waiting:
+            self.meter[2] = 1
+            try:
+                self._receive(ABANDON_WAIT)
+            finally:
+                self.meter[2] = 0
+        self._reply = None
 
     def result(self) -> Any:
-        try:
-            reply = self.conn.recv()
-            self.waiting = False
-        except EOFError:
-            raise SpecRaised("a worker process", None, RuntimeError("worker exited unexpectedly")) from None
+        reply = self._receive()
+        self._reply = None
         if reply[0] == "ok":
             self.cpu = reply[2]
             return reply[1]
@@ -218,7 +255,7 @@ class _Local(_Handle):
 
     def __init__(self, shard: Shard) -> None:
         self.shard = shard
-        shard.meter = self.meter = array("q", [0, 0])
+        shard.meter = self.meter = array("q", [0, 0, 0])
         self._out: Any = None
         self._error: BaseException | None = None
 
@@ -235,6 +272,19 @@ class _Local(_Handle):
         if error is not None:
             raise error
         return out
+
+    def abandon(self) -> None:
+        self._out = self._error = None
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold off the signals that stop a run (they are delivered when this ends)."""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _FORK_BLOCKED)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
 def _round(handles: list[_Handle], msgs: Sequence[tuple[Any, ...]]) -> list[Any]:
@@ -282,24 +332,26 @@ def explore_multicore(
     progress_every: float = PROGRESS_EVERY,
     frontier_memory: int | None = None,
     frontier_dir: str | os.PathLike[str] | None = None,
+    checkpoint: Checkpointer | None = None,
     timings: list[LevelTiming] | None = None,
 ) -> CheckResult:
     """Like ``local.explore`` (same results), on ``workers`` processes once levels are large.
 
     ``max_memory`` bounds the memory of the parent and its workers together. ``frontier_memory``
     and ``frontier_dir`` apply with one worker (``local.explore``); several keep their shares of
-    the frontier in memory. ``timings``, if given, gets a LevelTiming per level
+    the frontier in memory. With ``checkpoint``, each worker writes a part of the frontier into
+    the checkpoint. ``timings``, if given, gets a LevelTiming per level
     (``benchmarks/multicore_scaling.py`` reads them).
     """
     if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         return explore(spec, properties, max_depth=max_depth, max_states=max_states, symmetry=symmetry,
                        deadlock=deadlock, progress=progress, max_memory=max_memory, progress_every=progress_every,
-                       frontier_memory=frontier_memory, frontier_dir=frontier_dir)
+                       frontier_memory=frontier_memory, frontier_dir=frontier_dir, checkpoint=checkpoint)
     with gc_paused(), Watch(progress, max_memory=max_memory, every=progress_every) as watch:
         return watch.annotate(_explore_multicore(
             spec, properties, workers=workers, max_depth=max_depth, max_states=max_states, symmetry=symmetry,
             deadlock=deadlock, progress=watch.progress, fork_threshold=fork_threshold, watch=watch,
-            timings=timings,
+            checkpoint=checkpoint, timings=timings,
         ))
 
 
@@ -315,6 +367,7 @@ def _explore_multicore(
     progress: Progress | None,
     fork_threshold: int,
     watch: Watch | None = None,
+    checkpoint: Checkpointer | None = None,
     timings: list[LevelTiming] | None = None,
 ) -> CheckResult:
     props = tuple(spec.default_properties() if properties is None else properties)
@@ -337,12 +390,13 @@ def _explore_multicore(
     if len(inits) > MAX_SUCCESSORS:  # as local.explore: the same answer for every worker count
         raise UsageError(f"spec {spec.name}: {len(inits)} initial states; at most {MAX_SUCCESSORS} are supported")
     root = Shard(spec, props, key, fpr, deadlock)
+    level_start = 0  # the index of the frontier's first state
+    resumed = checkpoint.resume() if checkpoint is not None else None
     ikeys = []
-    for s in inits:
+    for s in inits if resumed is None else ():
         fpr.check(s)
         ikeys.append(key(s))
     frontier: list[Any] = []
-    fps: list[int] = []
     # A state past --max-states stays in the table: the run ends there, and counts `distinct`.
     for i in np.flatnonzero(root.add_roots(np.array(ikeys, dtype=np.int64))).tolist():
         if max_states is not None and distinct >= max_states:
@@ -350,15 +404,20 @@ def _explore_multicore(
             break
         distinct += 1
         frontier.append(inits[i])
-        fps.append(ikeys[i])
         if violated is None:
             violated = first_violation(p, inits[i], invs)
             if violated is not None:
                 bad_path, bad_expected = [i], _expected([ikeys[i]], None)
-    root.start(frontier, fps)
+    if resumed is not None:
+        table, lineage, distinct, depth, level_start, generated = resumed.restore(cov, fpr, frontier, watch)
+        root.restore(table, lineage, distinct, frontier)
+        del table, lineage
+        started -= resumed.boundary.seconds
+    else:
+        root.start(frontier)
     visited = [root.nbytes]  # per shard, as last reported
     handles: list[_Handle] = [_Local(root)]
-    del root, frontier, fps  # after the fork the parent keeps no per-state data
+    del root, frontier  # after the fork the parent keeps no per-state data
     sizes = [len(handles[0].shard.frontier)]  # type: ignore[attr-defined]
 
     def result(kind: str) -> CheckResult:
@@ -384,8 +443,17 @@ def _explore_multicore(
                               time.perf_counter() - started, within_level=True, expanded=sum(e for e, _ in done))
 
         watch.probe = probe
+    def boundary() -> Boundary:
+        return Boundary(depth, level_start, distinct, generated, *(tuple(c) for c in cov), fpr.validate_left,
+                        time.perf_counter() - started)
+
+    # The last level boundary, and which frontier of the workers is its: "frontier" until the
+    # level's keep is sent, "base" (what the level's expand started from) from then on until
+    # the next boundary. One assignment each, so a stop between two bytecodes sees a pair that
+    # belongs together.
+    mark = (boundary(), "frontier") if checkpoint is not None else None
     if progress:
-        progress(LevelStats(1, distinct, generated, sum(sizes), time.perf_counter() - started))
+        progress(LevelStats(depth, distinct, generated, sum(sizes), time.perf_counter() - started))
     if reason is not None:
         return result(INCOMPLETE)
     if violated is not None:
@@ -399,22 +467,23 @@ def _explore_multicore(
             last_level = max_depth is not None and depth >= max_depth
             n = len(handles)
             expanded = _round(handles, [("expand",)] * n)
-            merged = _round(handles, [("merge", [expanded[g][0][o] for g in range(n)]) for o in range(n)])
+            merged = _round(handles, [("merge", [expanded[g][0][o] for g in range(n)], level_start)
+                                      for o in range(n)])
             # Per generator, the keys it won (each owner's list is sorted); all of them, sorted,
             # are the next level in the sequential engine's order.
             won = [np.sort(np.concatenate([np.frombuffer(merged[o][g], dtype=np.int64) for o in range(n)]))
                    for g in range(n)]
             everything = np.sort(np.concatenate(won))
             new = len(everything)
-            found: tuple[Any, ...] | None = None  # (order, name, source fingerprint, successor index, target)
-            dead: tuple[int, int] | None = None  # (rank, fingerprint)
-            for _, _, aprop, dpos, _ in expanded:
-                if dpos is not None and (dead is None or dpos < dead):
-                    dead = dpos
+            found: tuple[Any, ...] | None = None  # (order, name, index, successor index, target)
+            dead: int | None = None  # the index of the first deadlock
+            for _, _, aprop, drank, _ in expanded:
+                if drank is not None and (dead is None or level_start + drank < dead):
+                    dead = level_start + drank
                 if aprop is not None:
                     order = (aprop[0], aprop[1], 0)
                     if found is None or order < found[0]:
-                        found = (order, aprop[2], aprop[4], aprop[1], aprop[3])
+                        found = (order, aprop[2], level_start + aprop[0], aprop[1], aprop[3])
             cut = None
             if new and last_level:
                 cut = 0
@@ -434,8 +503,14 @@ def _explore_multicore(
             for h in handles:
                 h.expanding = False
             generated += sum(e[1] for e in expanded)
-            kept = _round(handles, [("keep", w.tobytes(), np.searchsorted(everything, w).astype(np.int64).tobytes())
-                                    for w in won])
+            if mark is not None:
+                mark = (mark[0], "base")
+            # The next level's states get the indexes from `distinct` on, in rank order; each
+            # owner recorded its new states in key order.
+            owned = [np.sort(np.concatenate([np.frombuffer(b, dtype=np.int64) for b in merged[o]])) for o in range(n)]
+            kept = _round(handles, [("keep", won[w].tobytes(), np.searchsorted(everything, won[w]).tobytes(),
+                                     (distinct + np.searchsorted(everything, owned[w])).tobytes()) for w in range(n)])
+            level_start = distinct
             distinct += new
             visited = [v for _, _, _, v in kept]
             for e, (_, inv, dist, _) in zip(expanded, kept):
@@ -443,7 +518,7 @@ def _explore_multicore(
                 if inv is not None:
                     order = (*key_order(inv[0]), 1)
                     if found is None or order < found[0]:
-                        found = (order, inv[1], inv[2], None, None)
+                        found = (order, inv[1], level_start + inv[2], None, None)
             sizes = [c for c, _, _, _ in kept]
             if sum(sizes):
                 depth += 1
@@ -451,7 +526,7 @@ def _explore_multicore(
                 progress(LevelStats(depth, distinct, generated, sum(sizes), time.perf_counter() - started))
             if dead is not None:
                 violated = DEADLOCK
-                bad_path, chain = _path(handles, dead[1])
+                bad_path, chain = _path(handles, dead)
                 bad_expected = _expected(chain, None)
             elif found is not None:
                 violated = found[1]
@@ -465,6 +540,10 @@ def _explore_multicore(
                 return result(VIOLATION)
             if len(handles) > 1:
                 sizes = _rebalance(handles, sizes)
+            if checkpoint is not None and sum(sizes):
+                mark = (boundary(), "frontier")
+                if checkpoint.due():
+                    _save(checkpoint, mark, handles)
             if timings is not None:
                 timings.append(LevelTiming(level, time.perf_counter() - wall0, time.process_time() - cpu0,
                                            tuple(h.cpu - c for h, c in zip(handles, wcpu0) if h.pid is not None)))
@@ -473,24 +552,70 @@ def _explore_multicore(
         # The work done in the level cut short: successors generated so far (as the workers last
         # reported them, at most 256 states ago); their new states were not merged yet.
         generated += sum(g for _, g in (h.pending() for h in handles))
-        return result(INCOMPLETE)
+        stopped = result(INCOMPLETE)
+        if checkpoint is not None and mark is not None:
+            _save_stopped(checkpoint, mark, handles)
+        return stopped
     finally:
         _stop_all(handles)
     return result(OK)
 
 
-def _path(handles: list[_Handle], fp: int) -> tuple[list[int], list[int]]:
-    """The successor-index path to the state with fingerprint ``fp`` and the fingerprints along
-    it, from the records of their owners."""
+def _save(checkpoint: Checkpointer, mark: tuple[Boundary, str], handles: list[_Handle]) -> None:
+    """Checkpoint the boundary ``mark`` as the sequential engine would: the visited states in
+    index order, gathered from their owners, and the frontier in rank order, one part per shard
+    (each writes the ranks of its part, which the others send it)."""
+    b, which = mark
+    began = time.perf_counter()
+    gen = checkpoint.next_generation()
+    count = b.distinct - b.level_start
+    n = len(handles)
+    bounds = [count * w // n for w in range(n + 1)]
+    parts = _round(handles, [("scatter", bounds, which)] * n)
+    files = _round(handles, [("dump", checkpoint.directory, checkpoint.frontier_name(gen, w),
+                              [parts[g][w] for g in range(n)]) for w in range(n)])
+    if sum(c for _, c in files) != count:
+        raise SpecRaised("the engine", None, RuntimeError(
+            f"internal: the workers hold {sum(c for _, c in files)} frontier states, the level boundary {count}"))
+    fps = np.empty(b.distinct, dtype=np.int64)
+    parent = np.empty(b.distinct, dtype=np.int32)
+    sidx = np.empty(b.distinct, dtype=np.uint16)
+    filled = 0
+    for index, f, pa, si in _round(handles, [("columns", b.distinct)] * n):
+        at = np.frombuffer(index, dtype=np.int64)
+        fps[at] = np.frombuffer(f, dtype=np.int64)
+        parent[at] = np.frombuffer(pa, dtype=np.int32)
+        sidx[at] = np.frombuffer(si, dtype=np.uint16)
+        filled += len(at)
+    if filled != b.distinct:
+        raise SpecRaised("the engine", None, RuntimeError(
+            f"internal: the shards hold {filled} of the boundary's {b.distinct} visited states"))
+    checkpoint.save(b, FingerprintTable.of(fps), Lineage.of(parent, sidx), frontier_files=[e for e, _ in files],
+                    generation=gen, began=began)
+
+
+def _save_stopped(checkpoint: Checkpointer, mark: tuple[Boundary, str], handles: list[_Handle]) -> None:
+    """A stopped run's checkpoint: the workers drop the level cut short, and the last boundary
+    is saved (its states are those with an index below its count). A worker that does not answer
+    in time, or any failure, leaves the last checkpoint written (``checkpoint.saved`` says which)."""
+    try:
+        for h in handles:
+            h.abandon()
+        _save(checkpoint, mark, handles)
+    except (KafkamcError, TimeoutError, OSError, EOFError, ValueError) as exc:
+        checkpoint.failure = str(exc) or type(exc).__name__
+
+
+def _path(handles: list[_Handle], index: int) -> tuple[list[int], list[int]]:
+    """The successor-index path to the state with this index and the fingerprints along it, from
+    the records of their owners (each shard is asked: an index does not say its owner)."""
     path: list[int] = []
     chain: list[int] = []
-    while True:
+    while index >= 0:
+        (fp, parent, sidx), = [r for r in _round(handles, [("record", index)] * len(handles)) if r is not None]
         chain.append(fp)
-        parent, sidx = handles[owner_of(fp, len(handles))].call("record", fp)
         path.append(sidx)
-        if parent is None:
-            break
-        fp = parent
+        index = parent
     path.reverse()
     chain.reverse()
     return path, chain

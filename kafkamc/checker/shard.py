@@ -5,6 +5,10 @@ owns the fingerprints ``f`` with ``f mod count == i`` (``f`` read as unsigned 64
 per owned state, the fingerprint of its parent and the successor index that reached it, so a
 counterexample is rebuilt by asking the owners, one step back at a time.
 
+Every state also has its *index*, its position in the sequential engine's discovery order (the
+index of the first state of its level plus its rank), and the records are kept by index, so that
+a checkpoint (``kafkamc.checker.checkpoint``) holds exactly what the sequential engine's would.
+
 Frontier states stay with the shard that generated them (states are pickled only when the frontier
 is rebalanced). Each carries its *rank*: its position in its level in the sequential engine's
 order. A successor's *key* is ``(rank of its parent << 24) | (successor index << 8) | action``
@@ -33,16 +37,18 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from kafkamc.checker.checkpoint import chunked, write_frontier
 from kafkamc.checker.column import Column
 from kafkamc.checker.fingerprint import Fingerprinter
 from kafkamc.checker.fptable import FingerprintTable
-from kafkamc.checker.lineage import MAX_SUCCESSORS
+from kafkamc.checker.lineage import MAX_SUCCESSORS, Lineage
+from kafkamc.checker.manifest import FileEntry
 from kafkamc.checker.local import _classify, tally
 from kafkamc.errors import KafkamcError, SpecRaised, UsageError
 from kafkamc.invariants.api import Property, fails
 from kafkamc.spec.api import Spec, format_label
 
-__all__ = ["Shard", "owner_of", "key_order", "MAX_ACTIONS"]
+__all__ = ["Shard", "Abandoned", "owner_of", "key_order", "MAX_ACTIONS"]
 
 # A key packs the parent's rank, the successor index and the action (see above).
 _RANK_SHIFT = 24
@@ -50,9 +56,6 @@ _INDEX_SHIFT = 8
 _INDEX_MASK = 0xFFFF
 _ACTION_MASK = 0xFF
 MAX_ACTIONS = _ACTION_MASK + 1
-# Successor indexes run to MAX_SUCCESSORS - 1 (65534): the record of an initial state is marked
-# with 0xFFFF.
-_ROOT = _INDEX_MASK
 _U64 = (1 << 64) - 1
 _EMPTY = np.empty(0, dtype=np.int64)
 
@@ -73,6 +76,11 @@ def _owners(fps: np.ndarray, count: int) -> np.ndarray:
 
 def _int64(data: bytes | array) -> np.ndarray:
     return np.frombuffer(data, dtype=np.int64).copy() if len(data) else _EMPTY
+
+
+class Abandoned(Exception):
+    """Raised in a shard, at a state boundary, when the coordinator abandons the current request
+    (a stopped run that writes its checkpoint)."""
 
 
 def _ranked(exc: SpecRaised, rank: int) -> SpecRaised:
@@ -101,15 +109,20 @@ class Shard:
         self.index, self.count = 0, 1
         if len(self.actions) > MAX_ACTIONS:
             raise UsageError(f"spec {spec.name}: {len(self.actions)} actions; at most {MAX_ACTIONS} are supported")
-        # The owned part of the visited set, and per fingerprint (by its index in the table) a
-        # record: the parent's fingerprint and the successor index (initial state i: i and _ROOT).
+        # The owned part of the visited set, and per fingerprint (by its position in the table) a
+        # record as the sequential engine's lineage has it: the parent's index (-1 for an initial
+        # state) and the successor index (the initial state's position for one); and the state's
+        # own index, which the coordinator sends once the level is ranked (so ``rec_index`` may
+        # lag behind by the level being built; it is sorted).
         self.table = FingerprintTable()
-        self.rec_parent = Column(np.int64)
+        self.rec_parent = Column(np.int32)
         self.rec_sidx = Column(np.uint16)
-        # The frontier, in rank order, with each state's rank and fingerprint.
+        self.rec_index = Column(np.int64)
+        # The frontier, in rank order, with each state's rank; ``base``: the same
+        # for the frontier the last expand started from (a stopped run's checkpoint holds it).
         self.frontier: list[Any] = []
         self.ranks = _EMPTY
-        self.fps = _EMPTY
+        self.base: tuple[list[Any], np.ndarray] = ([], _EMPTY)
         # The candidates of the last expand, in key order.
         self.cand: list[Any] = []
         self.cand_keys = _EMPTY
@@ -121,58 +134,80 @@ class Shard:
         if meter is not None:
             meter[0] = expanded
             meter[1] = generated
+            if meter[2]:
+                raise Abandoned()
 
     # -- the visited set -------------------------------------------------------------------
 
     @property
     def nbytes(self) -> int:
         """Bytes of the visited set and its records."""
-        return self.table.nbytes + self.rec_parent.nbytes + self.rec_sidx.nbytes
+        return self.table.nbytes + self.rec_parent.nbytes + self.rec_sidx.nbytes + self.rec_index.nbytes
 
     def add_roots(self, fps: np.ndarray) -> np.ndarray:
         """Record the initial states (fingerprints in order); which are new (the first of equal ones)."""
         new = self.table.insert(fps)
         index = np.flatnonzero(new)
-        self.rec_parent.extend(index)
-        self.rec_sidx.extend(np.full(len(index), _ROOT, dtype=np.uint16))
+        self.rec_parent.extend(np.full(len(index), -1, dtype=np.int32))
+        self.rec_sidx.extend(index.astype(np.uint16))
+        self.rec_index.extend(np.arange(len(index)))
         return new
 
-    def start(self, frontier: list[Any], fps: Sequence[int]) -> None:
+    def restore(self, table: FingerprintTable, lineage: Lineage, distinct: int, frontier: list[Any]) -> None:
+        """Continue from a checkpoint: its ``distinct`` visited states and their lineage, and the
+        frontier (its last states, in order)."""
+        self.table = table
+        parent, sidx = lineage.columns()
+        self.rec_parent = Column(np.int32, parent[:distinct])
+        self.rec_sidx = Column(np.uint16, sidx[:distinct])
+        self.rec_index = Column(np.int64, np.arange(distinct))
+        self.frontier = frontier
+        self.ranks = np.arange(len(frontier), dtype=np.int64)
+
+    def start(self, frontier: list[Any]) -> None:
         """The first level: the initial states kept, in order (their ranks)."""
         self.frontier = frontier
         self.ranks = np.arange(len(frontier), dtype=np.int64)
-        self.fps = np.array(fps, dtype=np.int64)
 
-    def record(self, fp: int) -> tuple[int | None, int]:
-        """(parent fingerprint, successor index) of an owned state; (None, i) for initial state i."""
-        r = int(self.table.index(np.array([fp], dtype=np.int64))[0])
-        if self.rec_sidx[r] == _ROOT:
-            return None, self.rec_parent[r]
-        return self.rec_parent[r], self.rec_sidx[r]
+    def record(self, index: int) -> tuple[int, int, int] | None:
+        """(fingerprint, parent index, successor index) of the state with this index, if owned here."""
+        indexes = self.rec_index.values()
+        r = int(np.searchsorted(indexes, index))
+        if r == len(indexes) or indexes[r] != index:
+            return None
+        return self.table.fingerprint(r), self.rec_parent[r], self.rec_sidx[r]
+
+    def columns(self, upto: int) -> tuple[bytes, bytes, bytes, bytes]:
+        """The records of the states with an index below ``upto``: their indexes, fingerprints,
+        parent indexes and successor indexes (for a checkpoint)."""
+        indexes = self.rec_index.values()
+        n = int(np.searchsorted(indexes, upto))
+        return (indexes[:n].tobytes(), self.table.fingerprints()[:n].tobytes(),
+                self.rec_parent.values()[:n].tobytes(), self.rec_sidx.values()[:n].tobytes())
 
     def split(self, index: int, count: int) -> None:
         """Become shard ``index`` of ``count``: keep the owned fingerprints and every count-th state
         of the frontier (interleaved, so that no shard holds only the first ranks, which win ties)."""
-        table = self.table
-        fps = np.array([table.fingerprint(i) for i in range(len(table))], dtype=np.int64)
+        n = len(self.rec_index)  # a fork comes between levels: every record has its index
+        fps = self.table.fingerprints()[:n]
         mine = _owners(fps, count) == index
-        self.table = FingerprintTable(capacity=int(mine.sum()))
-        self.table.insert(fps[mine])
-        self.rec_parent = Column(np.int64, self.rec_parent.values()[mine])
-        self.rec_sidx = Column(np.uint16, self.rec_sidx.values()[mine])
+        self.table = FingerprintTable.of(fps[mine])
+        self.rec_parent = Column(np.int32, self.rec_parent.values()[:n][mine])
+        self.rec_sidx = Column(np.uint16, self.rec_sidx.values()[:n][mine])
+        self.rec_index = Column(np.int64, self.rec_index.values()[:n][mine])
         self.frontier = self.frontier[index::count]
         self.ranks = self.ranks[index::count].copy()
-        self.fps = self.fps[index::count].copy()
         self.index, self.count = index, count
 
     # -- a level ---------------------------------------------------------------------------
 
-    def expand(self) -> tuple[list[tuple[bytes, bytes, bytes]], int, Any, Any, tuple[list[int], list[int]]]:
-        """Successors of the frontier, first occurrences only, as per-owner (fingerprints, keys,
-        parent fingerprints); plus successors generated, the first action-property violation
-        (rank, successor index, name, target fingerprint, source fingerprint), the first deadlock
-        (rank, fingerprint) and the coverage (enabled, generated per action)."""
+    def expand(self) -> tuple[list[tuple[bytes, bytes]], int, Any, Any, tuple[list[int], list[int]]]:
+        """Successors of the frontier, first occurrences only, as per-owner (fingerprints, keys);
+        plus successors generated, the first action-property violation (rank, successor index,
+        name, target fingerprint), the rank of the first deadlock and the coverage (enabled,
+        generated per action)."""
         p, key, aprops, constraint, fpr = self.p, self.key, self.aprops, self.spec.constraint, self.fpr
+        self.base = (self.frontier, self.ranks)
         local: set[int] = set()
         ckeys, cfps = array("q"), array("q")
         cand: list[Any] = []
@@ -181,7 +216,7 @@ class Shard:
         cov_gen = [0] * len(self.actions)
         aprop_found = None
         dead_found = None
-        for pos, (s, rank, pf) in enumerate(zip(self.frontier, self.ranks.tolist(), self.fps.tolist())):
+        for pos, (s, rank) in enumerate(zip(self.frontier, self.ranks.tolist())):
             if not pos & 255:
                 self.report(pos, generated)
             if constraint is not None and not constraint(p, s):
@@ -201,7 +236,7 @@ class Shard:
                             for pname, pfn in aprops:
                                 r = pfn(p, s, flabel, t)
                                 if r is not True and fails(r, f"action property {pname} ({flabel})", s):
-                                    aprop_found = (rank, i, pname, k, pf)
+                                    aprop_found = (rank, i, pname, k)
                                     break
                         if k not in local:
                             local.add(k)
@@ -222,16 +257,14 @@ class Shard:
                 raise UsageError(f"spec {self.spec.name}: a state has {i} successors; at most {MAX_SUCCESSORS} are supported")
             generated += i
             if i == 0 and self.deadlock and dead_found is None:
-                dead_found = (rank, pf)
+                dead_found = rank
         self.cand = cand
         self.cand_keys = _int64(ckeys)
         self.cand_fps = _int64(cfps)
         self.level_cov = (cov_en, cov_gen)
         self.report(len(self.frontier), generated)
-        # Each candidate's parent, by its rank (the frontier is in rank order).
-        par = self.fps[np.searchsorted(self.ranks, self.cand_keys >> _RANK_SHIFT)]
         if self.count == 1:
-            out = [(self.cand_fps.tobytes(), self.cand_keys.tobytes(), par.tobytes())]
+            out = [(self.cand_fps.tobytes(), self.cand_keys.tobytes())]
         else:
             own = _owners(self.cand_fps, self.count)
             order = np.argsort(own, kind="stable")  # each owner's candidates stay in key order
@@ -239,16 +272,16 @@ class Shard:
             out = []
             for o in range(self.count):
                 sel = order[bounds[o]:bounds[o + 1]]
-                out.append((self.cand_fps[sel].tobytes(), self.cand_keys[sel].tobytes(), par[sel].tobytes()))
+                out.append((self.cand_fps[sel].tobytes(), self.cand_keys[sel].tobytes()))
         return out, generated, aprop_found, dead_found, self.level_cov
 
-    def merge(self, parts: Sequence[tuple[bytes, bytes, bytes]]) -> list[bytes]:
+    def merge(self, parts: Sequence[tuple[bytes, bytes]], level_start: int) -> list[bytes]:
         """Of the candidates each shard sent here (``parts[g]`` from shard ``g``), record the new
-        fingerprints at their smallest key; per generator, the keys it won, sorted."""
-        fps = np.concatenate([_int64(f) for f, _, _ in parts])
-        keys = np.concatenate([_int64(k) for _, k, _ in parts])
-        par = np.concatenate([_int64(pf) for _, _, pf in parts])
-        src = np.repeat(np.arange(len(parts)), [len(k) // 8 for _, k, _ in parts])
+        fingerprints at their smallest key (the level expanded starts at index ``level_start``);
+        per generator, the keys it won, sorted."""
+        fps = np.concatenate([_int64(f) for f, _ in parts])
+        keys = np.concatenate([_int64(k) for _, k in parts])
+        src = np.repeat(np.arange(len(parts)), [len(k) // 8 for _, k in parts])
         if not len(keys):
             return [b""] * len(parts)
         # Keys are distinct (one per parent and successor index): in key order, a fingerprint's
@@ -258,40 +291,44 @@ class Shard:
         sel = order[np.sort(first)]  # the winning candidates, in key order
         winners = sel[self.table.insert(fps[sel])]  # indexed in key order, like their records
         wkeys = keys[winners]
-        self.rec_parent.extend(par[winners])
+        self.rec_parent.extend((level_start + (wkeys >> _RANK_SHIFT)).astype(np.int32))
         self.rec_sidx.extend(((wkeys >> _INDEX_SHIFT) & _INDEX_MASK).astype(np.uint16))
         wsrc = src[winners]
         return [wkeys[wsrc == g].tobytes() for g in range(len(parts))]
 
-    def keep(self, won: bytes, ranks: bytes) -> tuple[int, Any, list[int], int]:
+    def keep(self, won: bytes, ranks: bytes, owned: bytes) -> tuple[int, Any, list[int], int]:
         """The candidates whose keys ``won`` (sorted), ranked ``ranks``, become the frontier; the
-        first invariant violation among them in rank order (key, name, fingerprint); the states
-        each action found first; the bytes of the visited set."""
+        states this shard recorded in the last merge get the indexes ``owned``. Returns the
+        frontier's size, its first invariant violation in rank order (key, name, rank), the states
+        each action found first and the bytes of the visited set."""
+        self.rec_index.extend(_int64(owned))
         wkeys = _int64(won)
         idx = np.searchsorted(self.cand_keys, wkeys)
         cand = self.cand
         nxt = [cand[j] for j in idx.tolist()]
         dist = self._distinct(wkeys)
-        self.fps = self.cand_fps[idx]
         self.ranks = _int64(ranks)
         self.frontier = nxt
         self.cand, self.cand_keys, self.cand_fps = [], _EMPTY, _EMPTY
         return len(nxt), self._first_violation(nxt, wkeys), dist, self.nbytes
 
     def _first_violation(self, states: list[Any], keys: np.ndarray) -> tuple[int, str, int] | None:
-        """The first of ``states`` (in rank order) that violates an invariant: (key, name, fingerprint)."""
+        """The first of ``states`` (in rank order) that violates an invariant: (key, name, rank)."""
         p, invs = self.p, self.invs
         if not invs:
             return None
         pos, name, t = 0, "", None
         try:
             # Inline rather than local.first_violation per state: a call per state costs ~5%.
+            meter = self.meter
             for pos, t in enumerate(states):
+                if not pos & 255 and meter is not None and meter[2]:
+                    raise Abandoned()
                 for name, fn in invs:
                     r = fn(p, t)
                     if r is not True and fails(r, f"invariant {name}", t):
-                        return int(keys[pos]), name, int(self.fps[pos])
-        except KafkamcError:
+                        return int(keys[pos]), name, int(self.ranks[pos])
+        except (KafkamcError, Abandoned):
             raise
         except Exception as exc:
             raise _ranked(SpecRaised(f"invariant {name}", t, exc), int(self.ranks[pos])) from exc
@@ -316,22 +353,44 @@ class Shard:
             gen = [a + b for a, b in zip(gen, part[1])]
         return en, gen, dist
 
+    # -- checkpoints -------------------------------------------------------------------------
+
+    def scatter(self, bounds: Sequence[int], which: str) -> list[bytes]:
+        """The frontier (``frontier``, or ``base``: the one the last expand started from) cut by
+        rank at ``bounds``: part ``w`` holds its states of ranks ``bounds[w]`` to ``bounds[w + 1]``,
+        with their ranks, for the shard that writes that part of a checkpoint."""
+        states, ranks = self.base if which == "base" else (self.frontier, self.ranks)
+        cuts = np.searchsorted(ranks, bounds).tolist()
+        return [pickle.dumps((states[a:b], ranks[a:b].tobytes()), protocol=pickle.HIGHEST_PROTOCOL)
+                for a, b in zip(cuts, cuts[1:])]
+
+    def dump(self, directory: str, name: str, parts: Sequence[bytes]) -> tuple[FileEntry, int]:
+        """Write the states ``scatter`` sent here, in rank order, as a checkpoint's frontier file."""
+        states: list[Any] = []
+        ranks = []
+        for data in parts:
+            part, r = pickle.loads(data)
+            states.extend(part)
+            ranks.append(_int64(r))
+        order = np.argsort(np.concatenate(ranks) if ranks else _EMPTY, kind="stable").tolist()
+        ordered = [states[j] for j in order]
+        return write_frontier(directory, name, chunked(ordered)), len(ordered)
+
     # -- rebalancing -------------------------------------------------------------------------
 
     def take(self, count: int) -> bytes:
         """Give away the last ``count`` states of the frontier, with their ranks and fingerprints."""
         cut = len(self.frontier) - count
-        moved = (self.frontier[cut:], self.ranks[cut:].tobytes(), self.fps[cut:].tobytes())
-        self.frontier, self.ranks, self.fps = self.frontier[:cut], self.ranks[:cut].copy(), self.fps[:cut].copy()
+        moved = (self.frontier[cut:], self.ranks[cut:].tobytes())
+        self.frontier, self.ranks = self.frontier[:cut], self.ranks[:cut].copy()
         return pickle.dumps(moved, protocol=pickle.HIGHEST_PROTOCOL)
 
     def give(self, data: bytes) -> int:
         """Take states given away by another shard, keeping the frontier in rank order."""
-        states, ranks, fps = pickle.loads(data)
+        states, ranks = pickle.loads(data)
         everything = self.frontier + states
         ranks_all = np.concatenate([self.ranks, _int64(ranks)])
         order = np.argsort(ranks_all, kind="stable")
         self.frontier = [everything[j] for j in order.tolist()]
         self.ranks = ranks_all[order]
-        self.fps = np.concatenate([self.fps, _int64(fps)])[order]
         return len(self.frontier)

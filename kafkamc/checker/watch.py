@@ -152,6 +152,11 @@ class Watch:
     def progress(self) -> Progress | None:
         return self._level_line if self._progress is not None else None
 
+    def resumed(self, generated: int) -> None:
+        """The run goes on from a checkpoint that had generated this many states: the next line's
+        rate counts only what this run generates."""
+        self._last_generated = generated
+
     def pids(self) -> list[int]:
         return [os.getpid(), *self.workers()]
 

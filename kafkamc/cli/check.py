@@ -14,6 +14,10 @@ from kafkamc.checker.frontier import DEFAULT_FRONTIER_MEMORY
 from kafkamc.checker.resources import default_memory_limit
 from kafkamc.cli.args import NO_LIMIT, add_check_arguments, print_progress
 from kafkamc.cli.output import check_counterexample_paths, write_counterexample
+from kafkamc.cli.resume import (
+    RESUMABLE, add_checkpoint_arguments, checkpoint_json, checkpointer, finished_result, prepare_resume,
+    report_checkpoint,
+)
 from kafkamc.counterexamples.render import (
     coverage_warnings, render_coverage, render_summary, render_trace, result_to_json,
 )
@@ -29,8 +33,10 @@ EXIT_FOR_RESULT = {OK: 0, VIOLATION: 1, INCOMPLETE: 4}
 
 def register(subparsers: Any) -> None:
     chk = subparsers.add_parser("check", help="exhaustively check a spec's invariants (breadth-first)")
-    chk.add_argument("spec", help="a bundled spec name (see 'kafkamc list') or module:Class")
+    chk.add_argument("spec", nargs="?", default=None,
+                     help="a bundled spec name (see 'kafkamc list') or module:Class (omitted with --resume DIR)")
     add_check_arguments(chk)
+    add_checkpoint_arguments(chk)
     chk.set_defaults(run=_cmd_check)
 
 
@@ -119,11 +125,20 @@ def run_check(args: argparse.Namespace, spec_ref: str) -> CheckResult:
         raise UsageError(f"{frontier_given[0]} applies to the single-process engine, whose frontier can go to "
                          f"disk; allowed with it: --workers 1 (or no --workers)")
     budget, where = frontier_options(args)
-    return explore_multicore(
-        spec, props, workers=workers, max_depth=args.max_depth, max_states=args.max_states,
-        symmetry=args.symmetry, deadlock=args.deadlock, progress=progress, max_memory=memory_limit(args),
-        frontier_memory=budget, frontier_dir=where,
-    )
+    engine = dict(workers=workers, max_depth=args.max_depth, max_states=args.max_states, symmetry=args.symmetry,
+                  deadlock=args.deadlock, progress=progress, max_memory=memory_limit(args),
+                  frontier_memory=budget, frontier_dir=where)
+    if getattr(args, "checkpoint", None) is None:
+        return explore_multicore(spec, props, **engine)
+    manifest = getattr(args, "resume_manifest", None)
+    with checkpointer(args, spec, props, manifest) as ckpt:
+        if manifest is not None and manifest.finished is not None:
+            result = finished_result(spec, props, manifest, args.deadlock, args.symmetry)
+        else:
+            result = explore_multicore(spec, props, checkpoint=ckpt, **engine)
+            if result.reason not in RESUMABLE:
+                ckpt.finish(result)
+    return dataclasses.replace(result, extra={**result.extra, "checkpoint": ckpt})
 
 
 def frontier_flags(args: argparse.Namespace) -> tuple[tuple[str, Any], ...]:
@@ -159,10 +174,14 @@ def memory_limit(args: argparse.Namespace) -> int | None:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
+    args.resume_manifest = prepare_resume(args)
     check_counterexample_paths(args.out, args.html)
     result = run_check(args, args.spec)
     if ":" in args.spec:
         result = dataclasses.replace(result, extra={**result.extra, "spec_ref": args.spec})
+    ckpt = result.extra.get("checkpoint")
+    if ckpt is not None:
+        report_checkpoint(result, ckpt)
     written, unwritten = _write(result, args)
     for line in coverage_warnings(result):
         print(f"kafkamc: {printable(line)}", file=sys.stderr)
@@ -172,6 +191,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
             doc["recoverability"] = result.extra["recoverability"]
         if result.extra.get("checker") == "liveness":
             doc["liveness"] = result.extra["liveness"]
+        if ckpt is not None:
+            doc["checkpoint"] = checkpoint_json(ckpt)
         print(json.dumps(doc))
     else:
         print(printable_lines(render_summary(result)))

@@ -15,6 +15,9 @@ __all__ = [
     "zk_writes_fenced",
     "controller_epoch_bumped_by_owner",
     "requests_reach_their_incarnation",
+    "controller_context_agrees_with_zk",
+    "broker_view_agrees_with_zk",
+    "replica_stopped_only_in_shutdown",
     "controller_epoch_zk_version_in_step",
     "controller_context_epoch_in_step",
     "controller_epochs_not_ahead",
@@ -104,6 +107,74 @@ def requests_reach_their_incarnation(p, s) -> bool:
     without it nothing tells the new incarnation the request was not meant for it."""
     brokers = s.brokers
     return not any(r.old_incarnation and brokers[r.dest - 1].up for r in s.in_flight)
+
+
+@invariant(
+    "controller-context-agrees-with-zk",
+    "the controller of the current epoch caches the partition's leader epoch that ZooKeeper holds",
+)
+def controller_context_agrees_with_zk(p, s) -> bool:
+    """KAFKA-3083 ("a soft failure in controller may leave a topic partition in an inconsistent
+    state"): the controller sends LeaderAndIsr and UpdateMetadata from its cached partition state
+    (``controllerContext.partitionLeadershipInfo``), read on failover and updated by its own
+    writes. A zombie controller that writes the partition znode after the new controller read it
+    leaves the new controller sending a leader epoch that ZooKeeper has passed: brokers at the
+    newer epoch ignore it, and nothing makes the controller re-read. KAFKA-6082 (Kafka 2.1) fences
+    the zombie's write with ``CheckOp(/controller_epoch)``. Only the broker holding the current
+    epoch is held to it: a zombie's context is stale by definition."""
+    part = s.partition
+    ce = s.controller_epoch
+    for i, b in enumerate(s.brokers, 1):
+        if b.up and b.active_controller == i and b.epoch == ce and ce > 0:
+            if b.context_leader_epoch != part.leader_epoch:
+                return False
+            # leader_isr_write: the cached leader too (its ISR lags a leader's own ISR write until
+            # /isr_change_notification is handled, by design).
+            if p.leader_isr_write and b.context_leader != part.leader:
+                return False
+    return True
+
+
+@invariant(
+    "broker-view-agrees-with-zk",
+    "a running broker at ZooKeeper's leader epoch knows ZooKeeper's leader, and the leader its ISR and zkVersion",
+)
+def broker_view_agrees_with_zk(p, s) -> bool:
+    """Once a broker has the partition's current leader epoch (its LeaderAndIsr was delivered), it
+    follows the leader ZooKeeper names, and the leader holds ZooKeeper's ISR and zkVersion: the
+    leader decides the high watermark by that ISR and writes ISR changes conditioned on that
+    zkVersion. A leader whose cached zkVersion ZooKeeper has passed at its own leader epoch can never
+    change the ISR again (KAFKA-2729, "Cached zkVersion not equal to that in zookeeper"); KAFKA-1382
+    re-reads the znode after a failed write. A broker behind ZooKeeper's leader epoch is waiting
+    for a request, not disagreeing. Brokers keep the leader, ISR and zkVersion only with
+    leader_isr_write: otherwise only the controller writes the znode, once per leader epoch, and a
+    broker's copy is that write's."""
+    if not p.leader_isr_write:
+        return True
+    part = s.partition
+    if part.leader_epoch == 0:
+        return True
+    for i, b in enumerate(s.brokers, 1):
+        if b.up and b.leader_epoch == part.leader_epoch:
+            if b.leader != part.leader:
+                return False
+            if i == part.leader and (b.isr != part.isr or b.zk_version != part.zk_version):
+                return False
+    return True
+
+
+@invariant(
+    "replica-stopped-only-in-shutdown",
+    "a running broker's replica is stopped (StopReplica) only while that broker is in controlled shutdown",
+)
+def replica_stopped_only_in_shutdown(p, s) -> bool:
+    """KIP-380 (Kafka 2.2): "If a broker bounces during controlled shutdown, the bounced broker may
+    accidentally process its earlier generation's StopReplicaRequest sent from the active
+    controller for one of its follower replicas, leaving the replica offline while its remaining
+    replicas may stay online." The controller sends StopReplica only to a broker in controlled
+    shutdown; a running broker whose replica is stopped outside one stays offline until the next
+    leader change, unknown to the controller."""
+    return all(b.shutting_down or not b.stopped for b in s.brokers if b.up)
 
 
 # -- Auxiliary invariants: what makes the four claims above inductive (``kafkamc prove``) --------

@@ -67,6 +67,18 @@ properties can observe:
   traces show it lag behind /controller) but left out of the ``view`` that is fingerprinted: no
   step reads it except the watch that refreshes it.
 
+Two flags add parts of the protocol, off by default (their fields then keep their initial
+values, so the default state space and the prover's domain are unchanged):
+
+- ``controlled_shutdown`` (KAFKA-340): ControlledShutdown handled by the controller (leadership
+  moved off the broker, the broker out of the ISR), StopReplica to the shutting-down broker, and the
+  shutdown itself; with ``broker_epoch=False`` a StopReplica of an earlier incarnation stops the
+  replica of a broker that bounced (KIP-380).
+- ``leader_isr_write`` (Kafka < 2.7, before KIP-497): brokers keep the leader, ISR and zkVersion of
+  LeaderAndIsr, the leader writes its ISR changes conditioned on its cached zkVersion and the
+  controller re-reads them on ``/isr_change_notification``; ``isr_write_recheck`` (KAFKA-1382)
+  re-reads the znode after a BADVERSION that the leader's own earlier attempt caused.
+
 Two history flags record what the invariants ``no-stale-request-applied`` and
 ``zk-writes-fenced`` are about, at the step where it happens: ``stale_applied`` and
 ``unfenced_write``. They stay false in every state of a correct variant, so they add no states.
@@ -82,6 +94,8 @@ from kafkamc.invariants.liveness import controller_eventually_elected
 from kafkamc.invariants.recoverability import controller_can_recover
 from kafkamc.invariants.controller import (
     bounded_events_counted,
+    broker_view_agrees_with_zk,
+    controller_context_agrees_with_zk,
     controller_context_epoch_in_step,
     controller_epoch_bumped_by_owner,
     controller_epoch_monotonic,
@@ -93,6 +107,7 @@ from kafkamc.invariants.controller import (
     live_controller_owns_znode,
     no_stale_request_applied,
     partition_epoch_in_step,
+    replica_stopped_only_in_shutdown,
     requests_only_to_running_brokers,
     requests_reach_their_incarnation,
     single_controller_per_epoch,
@@ -117,6 +132,15 @@ class Session(IntEnum):
 class Kind(IntEnum):
     LEADER_AND_ISR = 1
     UPDATE_METADATA = 2
+    STOP_REPLICA = 3  # only with controlled_shutdown
+
+
+class _PushedKind(IntEnum):
+    """The kinds of ``Kind`` a model without controlled shutdown sends: the prover's domain for
+    ``Request.kind`` then leaves out StopReplica (members compare and hash as the same ints)."""
+
+    LEADER_AND_ISR = 1
+    UPDATE_METADATA = 2
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -130,6 +154,12 @@ class Request:
     # Sent to an incarnation of ``dest`` that has since crashed; only with broker_epoch=False
     # (with it a crash drops such requests, so the field stays False and adds no states).
     old_incarnation: bool = False
+    # LeaderAndIsr's partition state beyond the leader epoch: leader, ISR and zkVersion (the
+    # partition epoch). Only with leader_isr_write, the one variant in which a broker's copy can
+    # disagree with ZooKeeper at the same leader epoch; otherwise 0, (), 0.
+    leader: int = NONE
+    isr: tuple[int, ...] = ()
+    zk_version: int = 0
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -142,6 +172,20 @@ class Broker:
     context_leader_epoch: int  # leader epoch in the controller's cached partition state
     seen_controller_epoch: int  # ReplicaManager.controllerEpoch
     leader_epoch: int  # Partition.leaderEpoch on this broker
+    # controlled_shutdown only (else False): the controller accepted this incarnation's
+    # ControlledShutdown (controllerContext.shuttingDownBrokerIds), and the broker applied a
+    # StopReplica (ReplicaManager.stopReplicas: the replica's fetcher is gone, it is offline here).
+    shutting_down: bool
+    stopped: bool
+    # leader_isr_write only (else 0, (), 0): the partition as this broker knows it (Partition.leader,
+    # inSyncReplicas, zkVersion, from LeaderAndIsr or its own ISR write), and, while controller,
+    # its cached leader, ISR and zkVersion beside context_leader_epoch.
+    leader: int
+    isr: tuple[int, ...]
+    zk_version: int
+    context_leader: int
+    context_isr: tuple[int, ...]
+    context_zk_version: int
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -170,8 +214,8 @@ class ControllerState:
     unfenced_write: bool  # history: a partition write by a controller not holding the current epoch
 
 
-_DOWN = Broker(False, Session.CLOSED, NONE, 0, 0, 0, 0, 0)
-_FRESH = Broker(True, Session.LIVE, NONE, 0, 0, 0, 0, 0)
+_DOWN = Broker(False, Session.CLOSED, NONE, 0, 0, 0, 0, 0, False, False, NONE, (), 0, NONE, (), 0)
+_FRESH = Broker(True, Session.LIVE, NONE, 0, 0, 0, 0, 0, False, False, NONE, (), 0, NONE, (), 0)
 
 
 def _set(t: tuple, i: int, v: object) -> tuple:
@@ -180,7 +224,32 @@ def _set(t: tuple, i: int, v: object) -> tuple:
 
 def _resigned(b: Broker, active: int) -> Broker:
     """``onControllerResignation``: the controller context is dropped."""
-    return Broker(b.up, b.session, active, 0, 0, 0, b.seen_controller_epoch, b.leader_epoch)
+    return _controller_side(b, b.session, active, 0, 0, 0, NONE, (), 0)
+
+
+def _controller_side(b: Broker, session: Session, active: int, epoch: int, version: int, context_leader_epoch: int,
+                     context_leader: int, context_isr: tuple, context_zk_version: int) -> Broker:
+    """``b`` with its session and controller state replaced, its replica state kept."""
+    return Broker(b.up, session, active, epoch, version, context_leader_epoch, b.seen_controller_epoch,
+                  b.leader_epoch, b.shutting_down, b.stopped, b.leader, b.isr, b.zk_version,
+                  context_leader, context_isr, context_zk_version)
+
+
+def _replica_side(b: Broker, seen: int, leader_epoch: int, stopped: bool, leader: int, isr: tuple,
+                  zk_version: int) -> Broker:
+    """``b`` with its replica state replaced, its controller state kept."""
+    return Broker(b.up, b.session, b.active_controller, b.epoch, b.epoch_zk_version, b.context_leader_epoch,
+                  seen, leader_epoch, b.shutting_down, stopped, leader, isr, zk_version,
+                  b.context_leader, b.context_isr, b.context_zk_version)
+
+
+def _reads_partition(p, b: Broker, session: Session, active: int, epoch: int, version: int,
+                     part: "PartitionState") -> Broker:
+    """A controller's state after ``onControllerFailover`` read the partition znode into its context."""
+    if p.leader_isr_write:
+        return _controller_side(b, session, active, epoch, version, part.leader_epoch, part.leader, part.isr,
+                                part.zk_version)
+    return _controller_side(b, session, active, epoch, version, part.leader_epoch, NONE, (), 0)
 
 
 def _is_controller(i: int, b: Broker) -> bool:
@@ -210,13 +279,29 @@ class Controller(Spec):
               "they are addressed to, so a restarted broker rejects those sent to its earlier "
               "incarnation; off: a request in flight to a broker that crashes is delivered to it "
               "after it restarts"),
+        Param("controlled_shutdown", False,
+              "controlled.shutdown.enable (KAFKA-340, Kafka 0.8): the controller moves leadership off a "
+              "broker that asks, removes it from the ISR and sends it StopReplica before it shuts down; "
+              "off: brokers only crash"),
+        Param("leader_isr_write", False,
+              "Kafka < 2.7 (before KIP-497's AlterIsr): the partition leader writes its ISR changes to "
+              "the partition znode itself, conditioned on its cached zkVersion, and brokers keep the "
+              "leader, ISR and zkVersion of LeaderAndIsr (the path of KAFKA-3083 and KAFKA-2729); off: "
+              "only the controller writes the partition state"),
+        Param("isr_write_recheck", True,
+              "KAFKA-1382 (Kafka 0.8.2): a leader whose ISR write fails with BADVERSION re-reads the "
+              "znode and takes its zkVersion if it holds the ISR it wrote (a retry after a connection "
+              "loss); off: it keeps its stale cached zkVersion (only with leader_isr_write)"),
         Param("brokers", 3, "number of brokers; every broker is a replica of the partition", min=2, max=5),
         Param("elections", 2, "bound on controller elections (the highest /controller_epoch)", min=1, max=6, lift=True),
         Param("expiries", 1, "bound on ZooKeeper session expiries", min=0, max=4, lift=True),
-        Param("crashes", 0, "bound on broker crashes (each may restart)", min=0, max=4, lift=True),
+        Param("crashes", 0, "bound on broker crashes and controlled shutdowns (each may restart)", min=0, max=4,
+              lift=True),
         Param("leader_epochs", 1, "bound on the partition's leader epoch (leader elections)", min=1, max=6, lift=True),
         Param("requests", 2, "bound on control requests sent in all, duplicates included", min=1, max=8, lift=True),
         Param("in_flight", 2, "bound on control requests in flight at once", min=1, max=8),
+        Param("isr_changes", 1, "bound on the partition leader's own ISR writes (with leader_isr_write)", min=0,
+              max=4),
     )
     # brokers[b - 1] is broker b: one swim lane per broker in the viewer, b1 in traces.
     entities = {"broker": ("brokers",)}
@@ -227,6 +312,9 @@ class Controller(Spec):
         zk_writes_fenced,
         controller_epoch_bumped_by_owner,
         requests_reach_their_incarnation,
+        controller_context_agrees_with_zk,
+        broker_view_agrees_with_zk,
+        replica_stopped_only_in_shutdown,
         # Auxiliary invariants for ``kafkamc prove`` (not defaults; each holds under ``check`` too).
         controller_epoch_zk_version_in_step,
         controller_context_epoch_in_step,
@@ -248,11 +336,18 @@ class Controller(Spec):
     # session_expires, crash, drop_request, duplicate_request; nor are the controller's optional
     # sends and leader elections, which the election does not wait for.
     weak_fairness = ("elect", "increment_epoch", "controller_change", "expire", "restart", "handle_request")
+    # What goes wrong when a fix is missing (docs/controller.md). single-controller-per-epoch and
+    # controller-epoch-monotonic are not defaults: no Kafka release breaks them (/controller_epoch
+    # has always been written conditioned on the zkVersion read, two-step election included, and
+    # 2.8 M states without any fencing keep both); they stay properties of the spec and targets
+    # of its proof (kafkamc.toml), as facts the other properties rest on.
     default_invariants = (
-        "single-controller-per-epoch",
-        "controller-epoch-monotonic",
         "no-stale-request-applied",
         "zk-writes-fenced",
+        "controller-context-agrees-with-zk",
+        "broker-view-agrees-with-zk",
+        "replica-stopped-only-in-shutdown",
+        "controller-epoch-bumped-by-owner",
     )
 
     def init_states(p):
@@ -267,6 +362,11 @@ class Controller(Spec):
         broker_id = ty.Int(0, n)  # NONE or a broker
         epoch = ty.Int(0, p.elections)
         leader_epoch = ty.Int(0, p.leader_epochs)
+        # The fields of a flag that is off keep their initial value (no new symbolic branch).
+        shutdown = ty.Bool() if p.controlled_shutdown else ty.Const(False)
+        view_leader = broker_id if p.leader_isr_write else ty.Const(NONE)
+        view_isr = ty.Subset(1, n) if p.leader_isr_write else ty.Const(())
+        view_version = ty.Int(0) if p.leader_isr_write else ty.Const(0)
         return ty.Record(
             ControllerState,
             controller=broker_id,
@@ -277,11 +377,14 @@ class Controller(Spec):
             brokers=ty.Tuple(ty.Record(
                 Broker, up=ty.Bool(), session=ty.Enum(Session), active_controller=broker_id, epoch=epoch,
                 epoch_zk_version=ty.Int(0), context_leader_epoch=leader_epoch, seen_controller_epoch=epoch,
-                leader_epoch=leader_epoch), n),
-            in_flight=ty.Bag(ty.Record(Request, kind=ty.Enum(Kind), dest=ty.Int(1, n), controller_epoch=epoch,
-                                     leader_epoch=leader_epoch,
+                leader_epoch=leader_epoch, shutting_down=shutdown, stopped=shutdown, leader=view_leader,
+                isr=view_isr, zk_version=view_version, context_leader=view_leader, context_isr=view_isr,
+                context_zk_version=view_version), n),
+            in_flight=ty.Bag(ty.Record(Request, kind=ty.Enum(Kind if p.controlled_shutdown else _PushedKind),
+                                     dest=ty.Int(1, n), controller_epoch=epoch, leader_epoch=leader_epoch,
                                      # Only broker_epoch=False ever marks a request.
-                                     old_incarnation=ty.Const(False) if p.broker_epoch else ty.Bool()),
+                                     old_incarnation=ty.Const(False) if p.broker_epoch else ty.Bool(),
+                                     leader=view_leader, isr=view_isr, zk_version=view_version),
                              p.in_flight),
             sent=ty.Int(0, p.requests),
             expiries=ty.Int(0, p.expiries),
@@ -306,11 +409,10 @@ class Controller(Spec):
             return
         epoch = s.controller_epoch + 1
         version = s.controller_epoch_zk_version + 1
-        le = s.partition.leader_epoch
         for i, b in enumerate(s.brokers, 1):
             if b.up and b.session == Session.LIVE:
                 # onControllerFailover reads the partition state into the controller context.
-                nb = Broker(True, Session.LIVE, i, epoch, version, le, b.seen_controller_epoch, b.leader_epoch)
+                nb = _reads_partition(p, b, Session.LIVE, i, epoch, version, s.partition)
                 yield f"Elect(b{i}, epoch={epoch})", ControllerState(
                     i, epoch, version, s.partition, _set(s.brokers, i - 1, nb), s.in_flight,
                     s.sent, s.expiries, s.crashes, s.stale_applied, s.unfenced_write)
@@ -333,10 +435,9 @@ class Controller(Spec):
             return
         epoch = s.controller_epoch + 1
         version = s.controller_epoch_zk_version + 1
-        le = s.partition.leader_epoch
         for i, b in enumerate(s.brokers, 1):
             if b.up and b.active_controller == i and b.epoch == 0:
-                nb = Broker(True, b.session, i, epoch, version, le, b.seen_controller_epoch, b.leader_epoch)
+                nb = _reads_partition(p, b, b.session, i, epoch, version, s.partition)
                 yield f"IncrementControllerEpoch(b{i}, epoch={epoch})", ControllerState(
                     s.controller, epoch, version, s.partition, _set(s.brokers, i - 1, nb), s.in_flight,
                     s.sent, s.expiries, s.crashes, s.stale_applied, s.unfenced_write)
@@ -351,8 +452,8 @@ class Controller(Spec):
                 if b.active_controller == i and owner != i:
                     nb = _resigned(b, owner)
                 else:
-                    nb = Broker(True, Session.LIVE, owner, b.epoch, b.epoch_zk_version, b.context_leader_epoch,
-                                b.seen_controller_epoch, b.leader_epoch)
+                    nb = _controller_side(b, Session.LIVE, owner, b.epoch, b.epoch_zk_version, b.context_leader_epoch,
+                                          b.context_leader, b.context_isr, b.context_zk_version)
                 yield f"ControllerChange(b{i}, controller=b{owner})", ControllerState(
                     s.controller, s.controller_epoch, s.controller_epoch_zk_version, s.partition,
                     _set(s.brokers, i - 1, nb), s.in_flight, s.sent, s.expiries, s.crashes,
@@ -366,8 +467,8 @@ class Controller(Spec):
             return
         for i, b in enumerate(s.brokers, 1):
             if b.up and b.session == Session.LIVE:
-                nb = Broker(True, Session.EXPIRED, b.active_controller, b.epoch, b.epoch_zk_version,
-                            b.context_leader_epoch, b.seen_controller_epoch, b.leader_epoch)
+                nb = _controller_side(b, Session.EXPIRED, b.active_controller, b.epoch, b.epoch_zk_version,
+                                      b.context_leader_epoch, b.context_leader, b.context_isr, b.context_zk_version)
                 yield f"SessionExpired(b{i})", ControllerState(
                     NONE if s.controller == i else s.controller, s.controller_epoch,
                     s.controller_epoch_zk_version, s.partition, _set(s.brokers, i - 1, nb), s.in_flight,
@@ -380,7 +481,7 @@ class Controller(Spec):
         itself is a later ``Elect`` or ``ControllerChange`` step)."""
         for i, b in enumerate(s.brokers, 1):
             if b.up and b.session == Session.EXPIRED:
-                nb = Broker(True, Session.LIVE, NONE, 0, 0, 0, b.seen_controller_epoch, b.leader_epoch)
+                nb = _controller_side(b, Session.LIVE, NONE, 0, 0, 0, NONE, (), 0)
                 yield f"Expire(b{i})", ControllerState(
                     s.controller, s.controller_epoch, s.controller_epoch_zk_version, s.partition,
                     _set(s.brokers, i - 1, nb), s.in_flight, s.sent, s.expiries, s.crashes,
@@ -394,7 +495,12 @@ class Controller(Spec):
         With broker_epoch=False (before KIP-380) they are kept, marked as addressed to the
         incarnation that crashed, and delivered once the broker restarts: a controller that has
         not yet processed the broker's bounce resends on a new connection, and the new
-        incarnation cannot tell the request was not meant for it."""
+        incarnation cannot tell the request was not meant for it.
+
+        With controlled_shutdown, the same step ends a broker whose controlled shutdown the
+        controller accepted (``ShutDown``): its process exits once the ControlledShutdown
+        response came, with the controller's StopReplica possibly still on its way. Crashes and
+        such shutdowns share the bound ``crashes``."""
         if s.crashes >= p.crashes:
             return
         for i, b in enumerate(s.brokers, 1):
@@ -402,9 +508,10 @@ class Controller(Spec):
                 if p.broker_epoch:
                     bag = tuple(r for r in s.in_flight if r.dest != i)
                 else:
-                    bag = tuple(sorted(r if r.dest != i else Request(r.kind, i, r.controller_epoch, r.leader_epoch, True)
+                    bag = tuple(sorted(r if r.dest != i else Request(r.kind, i, r.controller_epoch, r.leader_epoch, True,
+                                                                     r.leader, r.isr, r.zk_version)
                                        for r in s.in_flight))
-                yield f"Crash(b{i})", ControllerState(
+                yield f"{'ShutDown' if b.shutting_down else 'Crash'}(b{i})", ControllerState(
                     NONE if s.controller == i else s.controller, s.controller_epoch,
                     s.controller_epoch_zk_version, s.partition, _set(s.brokers, i - 1, _DOWN),
                     bag, s.sent, s.expiries, s.crashes + 1, s.stale_applied, s.unfenced_write)
@@ -442,23 +549,131 @@ class Controller(Spec):
             candidates = [r for r in live_isr if r != part.leader]
             if not candidates:
                 continue
-            if p.fencing == "zkversion" and cb.epoch_zk_version != s.controller_epoch_zk_version:
-                # maybeResign re-reads /controller (on the new session, for a zombie).
-                yield f"ElectLeader(b{c}) fails: ControllerMovedException", ControllerState(
-                    s.controller, s.controller_epoch, s.controller_epoch_zk_version, part,
-                    _set(brokers, c - 1, _resigned(cb, s.controller)), s.in_flight, s.sent, s.expiries, s.crashes,
-                    s.stale_applied, s.unfenced_write)
+            moved = _controller_moved(p, s, c, cb)
+            if moved is not None:
+                yield f"ElectLeader(b{c}) fails: ControllerMovedException", moved
                 continue
             le = part.leader_epoch + 1
-            unfenced = s.unfenced_write or cb.epoch != s.controller_epoch
-            nb = Broker(cb.up, cb.session, cb.active_controller, cb.epoch, cb.epoch_zk_version, le,
-                        cb.seen_controller_epoch, cb.leader_epoch)
-            nbrokers = _set(brokers, c - 1, nb)
             for leader in candidates:
-                yield f"ElectLeader(b{c}, leader=b{leader}, leaderEpoch={le}, isr={list(live_isr)})", ControllerState(
-                    s.controller, s.controller_epoch, s.controller_epoch_zk_version,
-                    PartitionState(leader, le, live_isr, cb.epoch, part.zk_version + 1),
-                    nbrokers, s.in_flight, s.sent, s.expiries, s.crashes, s.stale_applied, unfenced)
+                yield f"ElectLeader(b{c}, leader=b{leader}, leaderEpoch={le}, isr={list(live_isr)})", \
+                    _partition_written(p, s, brokers, c, leader, live_isr)
+
+    @action
+    def controlled_shutdown(p, s):
+        """controlled_shutdown only (``controlled.shutdown.enable``, KAFKA-340, Kafka 0.8): the
+        controller handles a live broker's ControlledShutdown request (``doControlledShutdown``):
+        it records the broker as shutting down, moves leadership off it (the controlled-shutdown
+        election: a live ISR member that is not shutting down) and removes it from the ISR
+        (``OfflineReplica``; the last member stays), in one conditional write of the partition
+        znode with a new leader epoch, fenced as ``elect_leader``'s. A leader with no successor
+        keeps leadership, as Kafka leaves such a partition to the broker's retries. The
+        StopReplica for its follower replica is sent by ``send_stop_replica``.
+
+        The request and its response are one step (the broker waits for the response before it
+        goes on shutting down); every controlled shutdown leads to a shutdown within the
+        ``crashes`` bound, so it is offered only while that bound allows one more."""
+        if not p.controlled_shutdown or s.crashes >= p.crashes:
+            return
+        part = s.partition
+        brokers = s.brokers
+        for c, cb in enumerate(brokers, 1):
+            if not _is_controller(c, cb) or part.controller_epoch > cb.epoch:
+                continue
+            for d, db in enumerate(brokers, 1):
+                if not db.up or db.session != Session.LIVE or db.shutting_down:
+                    continue
+                marked = _set(brokers, d - 1, Broker(
+                    True, db.session, db.active_controller, db.epoch, db.epoch_zk_version, db.context_leader_epoch,
+                    db.seen_controller_epoch, db.leader_epoch, True, db.stopped, db.leader, db.isr, db.zk_version,
+                    db.context_leader, db.context_isr, db.context_zk_version))
+                isr = tuple(r for r in part.isr if r != d) or part.isr
+                if part.leader == NONE:
+                    leaders = []  # no leader yet: nothing to move, and the ISR is written with the first
+                elif part.leader == d:
+                    leaders = [r for r in isr if r != d and brokers[r - 1].session == Session.LIVE
+                               and not brokers[r - 1].shutting_down]
+                else:
+                    leaders = [part.leader] if isr != part.isr else []
+                label = f"ControlledShutdown(b{d}, controller=b{c})"
+                if not leaders:
+                    yield label, ControllerState(
+                        s.controller, s.controller_epoch, s.controller_epoch_zk_version, part, marked, s.in_flight,
+                        s.sent, s.expiries, s.crashes, s.stale_applied, s.unfenced_write)
+                    continue
+                if part.leader_epoch >= p.leader_epochs:
+                    continue
+                moved = _controller_moved(p, s, c, cb)
+                if moved is not None:
+                    yield f"{label} fails: ControllerMovedException", moved
+                    continue
+                for leader in leaders:
+                    yield f"{label}: leader=b{leader}, leaderEpoch={part.leader_epoch + 1}, isr={list(isr)}", \
+                        _partition_written(p, s, marked, c, leader, isr)
+
+    @action
+    def leader_isr_change(p, s):
+        """leader_isr_write only (Kafka before 2.7, KIP-497): the partition leader shrinks or
+        expands the ISR itself (``Partition.maybeShrinkIsr`` / ``maybeExpandIsr``) and writes it to
+        the partition znode conditioned on its cached zkVersion (``ReplicationUtils.updateLeaderAndIsr``),
+        keeping the leader epoch and the controller epoch of the last leadership decision; the
+        controller learns of it through ``/isr_change_notification``. It shrinks by any other ISR
+        member (the lag is not modelled) and expands by a live broker that follows it at its
+        leader epoch. Bounded by ``isr_changes``: the leader writes so far are the partition
+        zkVersion minus its leader epoch (every controller write bumps both).
+
+        A write whose cached zkVersion is current succeeds. Its response can still be lost to a
+        connection loss, and the ZooKeeper client's retry then fails with BADVERSION against the
+        version the first attempt created. With ``isr_write_recheck`` (KAFKA-1382) a failed write
+        re-reads the znode (``checkLeaderAndIsrZkData``) and, if it holds the leader, leader epoch
+        and ISR the leader wrote, takes its zkVersion as the write's; without it the leader keeps
+        its old ISR and cached zkVersion, which ZooKeeper has passed (KAFKA-2729: "Cached zkVersion
+        not equal to that in zookeeper, skip updating ISR" from then on). A write with a stale
+        cached zkVersion fails and changes nothing: that is how a deposed leader is fenced."""
+        if not p.leader_isr_write:
+            return
+        part = s.partition
+        if part.zk_version - part.leader_epoch >= p.isr_changes:
+            return
+        brokers = s.brokers
+        for i, b in enumerate(brokers, 1):
+            if not b.up or b.leader != i or b.stopped:
+                continue
+            changes = [("Shrink", tuple(x for x in b.isr if x != r)) for r in b.isr if r != i]
+            changes += [("Expand", tuple(sorted(b.isr + (r,)))) for r, rb in enumerate(brokers, 1)
+                        if r not in b.isr and rb.up and not rb.stopped and rb.leader == i
+                        and rb.leader_epoch == b.leader_epoch]
+            for what, isr in changes:
+                label = f"Leader{what}Isr(b{i}, isr={list(isr)}, zkVersion={b.zk_version})"
+                if b.zk_version == part.zk_version:
+                    written = PartitionState(part.leader, part.leader_epoch, isr, part.controller_epoch,
+                                             part.zk_version + 1)
+                    nb = _replica_side(b, b.seen_controller_epoch, b.leader_epoch, False, i, isr, written.zk_version)
+                    yield label, _with_partition(s, written, _set(brokers, i - 1, nb))
+                    if not p.isr_write_recheck:
+                        yield f"{label}: connection loss, the retry fails with BADVERSION", \
+                            _with_partition(s, written, brokers)
+                elif (p.isr_write_recheck and part.leader == i and part.leader_epoch == b.leader_epoch
+                      and part.isr == isr):
+                    nb = _replica_side(b, b.seen_controller_epoch, b.leader_epoch, False, i, isr, part.zk_version)
+                    yield f"{label}: BADVERSION, the znode holds it already", _with_partition(
+                        s, part, _set(brokers, i - 1, nb))
+
+    @action
+    def isr_change_notification(p, s):
+        """leader_isr_write only: the controller handles ``/isr_change_notification``
+        (``IsrChangeNotification``): it re-reads the partition znode, whose leader epoch it has
+        but whose ISR a leader changed, into its context (and sends UpdateMetadata, a separate
+        send step here)."""
+        if not p.leader_isr_write:
+            return
+        part = s.partition
+        for c, cb in enumerate(s.brokers, 1):
+            if (_is_controller(c, cb) and cb.context_leader_epoch == part.leader_epoch
+                    and cb.context_zk_version != part.zk_version):
+                nb = _controller_side(cb, cb.session, cb.active_controller, cb.epoch, cb.epoch_zk_version,
+                                      part.leader_epoch, part.leader, part.isr, part.zk_version)
+                yield f"IsrChangeNotification(b{c}, isr={list(part.isr)}, zkVersion={part.zk_version})", \
+                    _with_partition(s, part, _set(s.brokers, c - 1, nb))
 
     @action
     def send_leader_and_isr(p, s):
@@ -472,6 +687,15 @@ class Controller(Spec):
         """``ControllerChannelManager`` sends UpdateMetadata with the controller's epoch."""
         yield from _send(p, s, Kind.UPDATE_METADATA)
 
+    @action
+    def send_stop_replica(p, s):
+        """controlled_shutdown only: ``ControllerChannelManager`` sends StopReplica (deletePartition
+        false) with the controller's epoch to a broker in controlled shutdown that does not lead the
+        partition (``doControlledShutdown``'s ``OfflineReplica`` transition). It carries no leader
+        epoch (that came with KIP-570, Kafka 2.6, and is not modelled)."""
+        if p.controlled_shutdown:
+            yield from _send(p, s, Kind.STOP_REPLICA)
+
     # -- the network and the brokers' request handling ----------------------------------------
 
     @action
@@ -484,7 +708,9 @@ class Controller(Spec):
         otherwise the broker raises its controllerEpoch to the request's. With fencing=none it
         applies every request. LeaderAndIsr then applies the partition's leader epoch only if it
         is higher than the one the broker has (the per-partition leader epoch check, which every
-        variant keeps).
+        variant keeps), and with it the leader, ISR and zkVersion (leader_isr_write); a replica
+        that StopReplica stopped starts again (``makeLeader`` / ``makeFollower``). StopReplica
+        (``ReplicaManager.stopReplicas``) stops the replica.
         """
         bag = s.in_flight
         prev = None
@@ -505,14 +731,15 @@ class Controller(Spec):
                     ControllerState(s.controller, s.controller_epoch, s.controller_epoch_zk_version, s.partition,
                                     s.brokers, rest, s.sent, s.expiries, s.crashes, s.stale_applied, s.unfenced_write)
                 continue
-            le = b.leader_epoch
-            if r.kind == Kind.LEADER_AND_ISR and r.leader_epoch > le:
-                le = r.leader_epoch
             # With fencing=none the broker still remembers the highest epoch it has seen; it just
             # does not reject anything below it.
             seen = b.seen_controller_epoch if stale else r.controller_epoch
-            nb = Broker(b.up, b.session, b.active_controller, b.epoch, b.epoch_zk_version, b.context_leader_epoch,
-                        seen, le)
+            if r.kind == Kind.LEADER_AND_ISR and r.leader_epoch > b.leader_epoch:
+                nb = _replica_side(b, seen, r.leader_epoch, False, r.leader, r.isr, r.zk_version)
+            elif p.controlled_shutdown and r.kind == Kind.STOP_REPLICA:
+                nb = _replica_side(b, seen, b.leader_epoch, True, b.leader, b.isr, b.zk_version)
+            else:
+                nb = _replica_side(b, seen, b.leader_epoch, b.stopped, b.leader, b.isr, b.zk_version)
             yield f"Handle{_describe(r)}", \
                 ControllerState(s.controller, s.controller_epoch, s.controller_epoch_zk_version, s.partition,
                                 _set(s.brokers, i - 1, nb), rest, s.sent, s.expiries, s.crashes,
@@ -569,7 +796,12 @@ def _describe(r: Request, sender: int = NONE) -> str:
     if r.old_incarnation:
         dest += " (earlier incarnation)"
     if r.kind == Kind.LEADER_AND_ISR:
+        if r.isr:  # leader_isr_write: the partition state it carries
+            return (f"LeaderAndIsr({dest}, controllerEpoch={r.controller_epoch}, leaderEpoch={r.leader_epoch}, "
+                    f"leader=b{r.leader}, isr={list(r.isr)}, zkVersion={r.zk_version})")
         return f"LeaderAndIsr({dest}, controllerEpoch={r.controller_epoch}, leaderEpoch={r.leader_epoch})"
+    if r.kind == Kind.STOP_REPLICA:
+        return f"StopReplica({dest}, controllerEpoch={r.controller_epoch})"
     return f"UpdateMetadata({dest}, controllerEpoch={r.controller_epoch})"
 
 
@@ -578,10 +810,43 @@ def _create_controller(s: ControllerState):
     and knows itself controller, with no epoch yet (it acts only once ``increment_epoch`` ran)."""
     for i, b in enumerate(s.brokers, 1):
         if b.up and b.session == Session.LIVE:
-            nb = Broker(True, Session.LIVE, i, 0, 0, 0, b.seen_controller_epoch, b.leader_epoch)
+            nb = _controller_side(b, Session.LIVE, i, 0, 0, 0, NONE, (), 0)
             yield f"CreateController(b{i})", ControllerState(
                 i, s.controller_epoch, s.controller_epoch_zk_version, s.partition, _set(s.brokers, i - 1, nb),
                 s.in_flight, s.sent, s.expiries, s.crashes, s.stale_applied, s.unfenced_write)
+
+
+def _controller_moved(p, s: ControllerState, c: int, cb: Broker) -> ControllerState | None:
+    """fencing=zkversion: controller c's partition write is a multi with
+    ``CheckOp(/controller_epoch, epochZkVersion)`` (KAFKA-6082); when the check fails the write is a
+    ControllerMovedException and ``maybeResign`` re-reads /controller (on the new session, for a
+    zombie). The state after that, or None when the write goes ahead."""
+    if p.fencing == "zkversion" and cb.epoch_zk_version != s.controller_epoch_zk_version:
+        return ControllerState(
+            s.controller, s.controller_epoch, s.controller_epoch_zk_version, s.partition,
+            _set(s.brokers, c - 1, _resigned(cb, s.controller)), s.in_flight, s.sent, s.expiries, s.crashes,
+            s.stale_applied, s.unfenced_write)
+    return None
+
+
+def _partition_written(p, s: ControllerState, brokers: tuple, c: int, leader: int, isr: tuple) -> ControllerState:
+    """Controller c's write of the partition znode with this leader and ISR, a new leader epoch and
+    zkVersion and its own controller epoch; its context follows the write. A write by a controller
+    not holding the current epoch is recorded in ``unfenced_write``."""
+    part = s.partition
+    cb = brokers[c - 1]
+    written = PartitionState(leader, part.leader_epoch + 1, isr, cb.epoch, part.zk_version + 1)
+    nb = _reads_partition(p, cb, cb.session, cb.active_controller, cb.epoch, cb.epoch_zk_version, written)
+    return ControllerState(
+        s.controller, s.controller_epoch, s.controller_epoch_zk_version, written, _set(brokers, c - 1, nb),
+        s.in_flight, s.sent, s.expiries, s.crashes, s.stale_applied,
+        s.unfenced_write or cb.epoch != s.controller_epoch)
+
+
+def _with_partition(s: ControllerState, part: PartitionState, brokers: tuple) -> ControllerState:
+    return ControllerState(
+        s.controller, s.controller_epoch, s.controller_epoch_zk_version, part, brokers, s.in_flight, s.sent,
+        s.expiries, s.crashes, s.stale_applied, s.unfenced_write)
 
 
 def _send(p, s, kind: Kind):
@@ -593,14 +858,22 @@ def _send(p, s, kind: Kind):
         if not _is_controller(c, cb):
             continue
         # LeaderAndIsr goes out only once the partition has a leader; UpdateMetadata's partition
-        # state does not move a broker's leader epoch, so it carries none here.
+        # state does not move a broker's leader epoch, so it carries none here, nor does
+        # StopReplica before KIP-570.
         le = cb.context_leader_epoch if kind == Kind.LEADER_AND_ISR else 0
         if kind == Kind.LEADER_AND_ISR and le == 0:
             continue
         for d, db in enumerate(brokers, 1):
             if not db.up:
                 continue
-            r = Request(kind, d, cb.epoch, le)
+            if kind == Kind.STOP_REPLICA:
+                if not db.shutting_down or s.partition.leader == d:
+                    continue
+                r = Request(kind, d, cb.epoch, 0)
+            elif kind == Kind.LEADER_AND_ISR:
+                r = Request(kind, d, cb.epoch, le, False, cb.context_leader, cb.context_isr, cb.context_zk_version)
+            else:
+                r = Request(kind, d, cb.epoch, 0)
             if r in bag:  # a second copy is a duplicate_request
                 continue
             yield f"Send{_describe(r, c)}", \
@@ -620,9 +893,9 @@ def _forget_others(s: ControllerState) -> ControllerState:
         return s
     return ControllerState(
         s.controller, s.controller_epoch, s.controller_epoch_zk_version, s.partition,
-        tuple(b if b.active_controller == NONE or b.active_controller == i else Broker(
-            b.up, b.session, NONE, b.epoch, b.epoch_zk_version, b.context_leader_epoch, b.seen_controller_epoch,
-            b.leader_epoch) for i, b in enumerate(brokers, 1)),
+        tuple(b if b.active_controller == NONE or b.active_controller == i else _controller_side(
+            b, b.session, NONE, b.epoch, b.epoch_zk_version, b.context_leader_epoch, b.context_leader, b.context_isr,
+            b.context_zk_version) for i, b in enumerate(brokers, 1)),
         s.in_flight, s.sent, s.expiries, s.crashes, s.stale_applied, s.unfenced_write)
 
 
@@ -634,25 +907,37 @@ def _rename(s: ControllerState, order: tuple[int, ...]) -> ControllerState:
     brokers = []
     for old in order:
         b = s.brokers[old - 1]
-        brokers.append(b if b.active_controller == NONE else Broker(
-            b.up, b.session, new[b.active_controller], b.epoch, b.epoch_zk_version, b.context_leader_epoch,
-            b.seen_controller_epoch, b.leader_epoch))
+        if b.active_controller != NONE or b.leader != NONE or b.context_leader != NONE or b.isr or b.context_isr:
+            b = Broker(b.up, b.session, new[b.active_controller], b.epoch, b.epoch_zk_version, b.context_leader_epoch,
+                       b.seen_controller_epoch, b.leader_epoch, b.shutting_down, b.stopped, new[b.leader],
+                       _renamed(b.isr, new), b.zk_version, new[b.context_leader], _renamed(b.context_isr, new),
+                       b.context_zk_version)
+        brokers.append(b)
     part = s.partition
     return ControllerState(
         new[s.controller], s.controller_epoch, s.controller_epoch_zk_version,
         PartitionState(new[part.leader], part.leader_epoch, tuple(sorted(new[r] for r in part.isr)),
                        part.controller_epoch, part.zk_version),
         tuple(brokers),
-        tuple(sorted(Request(r.kind, new[r.dest], r.controller_epoch, r.leader_epoch, r.old_incarnation)
+        tuple(sorted(Request(r.kind, new[r.dest], r.controller_epoch, r.leader_epoch, r.old_incarnation, new[r.leader],
+                             _renamed(r.isr, new), r.zk_version)
                      for r in s.in_flight)),
         s.sent, s.expiries, s.crashes, s.stale_applied, s.unfenced_write)
 
 
+def _renamed(isr: tuple[int, ...], new: list[int]) -> tuple[int, ...]:
+    return tuple(sorted(new[r] for r in isr)) if isr else isr
+
+
 def _base(s: ControllerState, i: int) -> tuple:
+    """A signature of broker i that no renaming of brokers changes."""
     b = s.brokers[i - 1]
     return (b.up, b.session, b.epoch, b.epoch_zk_version, b.context_leader_epoch, b.seen_controller_epoch,
             b.leader_epoch, s.controller == i, s.partition.leader == i, i in s.partition.isr,
-            tuple(sorted((r.kind, r.controller_epoch, r.leader_epoch, r.old_incarnation)
+            b.shutting_down, b.stopped, b.leader == i, len(b.isr), b.zk_version, len(b.context_isr),
+            b.context_zk_version,
+            tuple(sorted((r.kind, r.controller_epoch, r.leader_epoch, r.old_incarnation, r.leader == i, len(r.isr),
+                          r.zk_version)
                          for r in s.in_flight if r.dest == i)))
 
 
