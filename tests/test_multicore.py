@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import multiprocessing
-from dataclasses import dataclass
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import toyspecs
+from toyspecs import Pair
 from kafkamc.checker.local import explore
 from kafkamc.checker.multicore import explore_multicore
 from kafkamc.checker.watch import Stopped
 from kafkamc.errors import SpecRaised
 from kafkamc.invariants.api import invariant
 from kafkamc.spec.api import Param, Spec, action
-from kafkamc.spec.registry import build_spec
+from kafkamc.spec.registry import build_spec, select_properties
+from test_checkpoint import _checkpointer, _outcome, _stop_after
 from test_engine import Graph, graphs, spec_for
 
 
@@ -82,12 +83,6 @@ def test_a_bound_cuts_the_level_where_the_sequential_engine_does(bound):
         same(expected, explore_multicore(spec, workers=workers, fork_threshold=50, **bound))
 
 
-@dataclass(frozen=True, slots=True)
-class XY:
-    x: int
-    y: int
-
-
 @invariant("no-boom", "raises on the states of one level whose x is at least 1")
 def no_boom(p, s):
     if p.raise_in == "invariant" and s.x + s.y == 3 and s.x >= 1:
@@ -103,22 +98,22 @@ class Boom(Spec):
     invariants = (no_boom,)
 
     def init_states(p):
-        yield XY(0, 0)
+        yield Pair(0, 0)
 
     @action
     def inc_x(p, s):
         if s.x < 6:
-            yield "IncX", XY(s.x + 1, s.y)
+            yield "IncX", Pair(s.x + 1, s.y)
 
     @action
     def inc_y(p, s):
         if s.y < 6:
-            yield "IncY", XY(s.x, s.y + 1)
+            yield "IncY", Pair(s.x, s.y + 1)
 
     @action
     def split(p, s):
         if p.raise_in == "action" and s.x + s.y == 3 and s.x >= 1:
-            yield "Split", XY(1 // (s.x - s.x), 0)
+            yield "Split", Pair(1 // (s.x - s.x), 0)
 
 
 @pytest.mark.parametrize("raise_in", ["action", "invariant"])
@@ -151,3 +146,22 @@ def test_interrupted_run_is_incomplete_and_leaves_no_worker():
     assert r.states_generated >= levels[-1].states_generated
     assert r.trace is None
     assert not multiprocessing.active_children()
+
+
+def test_a_checkpoint_resumes_on_any_number_of_workers(tmp_path):
+    """Stopped with 3 workers, resumed with 4 and stopped again, resumed with 1 (and the other way
+    round): the end is the uninterrupted run's (the checkpoint holds the sequential engine's state)."""
+    ref, params = "replication", {"replicas": 2, "truncation": "kip279"}  # strong-isr fails after 11 steps
+    spec = build_spec(ref, params)
+    props = select_properties(type(spec), [])
+    whole = explore(spec, props)
+    for order in ((3, 4, 1), (1, 2, 3)):
+        directory = tmp_path / "-".join(map(str, order))
+        for k, (workers, stop) in enumerate(zip(order, (4, 8, None))):
+            with _checkpointer(directory, ref, spec, props, resume=k > 0) as ckpt:
+                r = explore_multicore(spec, props, workers=workers, fork_threshold=50,
+                                      progress=None if stop is None else _stop_after(stop), checkpoint=ckpt)
+                if stop is not None:
+                    assert (r.result, r.reason) == ("incomplete", "interrupted")
+                    assert ckpt.failure is None and ckpt.saved is not None and ckpt.saved.depth == stop - 1
+        assert _outcome(r) == _outcome(whole)
