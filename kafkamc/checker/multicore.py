@@ -390,6 +390,7 @@ def _explore_multicore(
     if len(inits) > MAX_SUCCESSORS:  # as local.explore: the same answer for every worker count
         raise UsageError(f"spec {spec.name}: {len(inits)} initial states; at most {MAX_SUCCESSORS} are supported")
     root = Shard(spec, props, key, fpr, deadlock)
+    root.keeps_base = checkpoint is not None
     level_start = 0  # the index of the frontier's first state
     resumed = checkpoint.resume() if checkpoint is not None else None
     ikeys = []
@@ -471,9 +472,10 @@ def _explore_multicore(
                                       for o in range(n)])
             # Per generator, the keys it won (each owner's list is sorted); all of them, sorted,
             # are the next level in the sequential engine's order.
-            won = [np.sort(np.concatenate([np.frombuffer(merged[o][g], dtype=np.int64) for o in range(n)]))
-                   for g in range(n)]
-            everything = np.sort(np.concatenate(won))
+            # (kind="stable" is a merge sort, which merges the already sorted runs.)
+            won = [np.sort(np.concatenate([np.frombuffer(merged[o][g], dtype=np.int64) for o in range(n)]),
+                           kind="stable") for g in range(n)]
+            everything = np.sort(np.concatenate(won), kind="stable")
             new = len(everything)
             found: tuple[Any, ...] | None = None  # (order, name, index, successor index, target)
             dead: int | None = None  # the index of the first deadlock
@@ -507,7 +509,8 @@ def _explore_multicore(
                 mark = (mark[0], "base")
             # The next level's states get the indexes from `distinct` on, in rank order; each
             # owner recorded its new states in key order.
-            owned = [np.sort(np.concatenate([np.frombuffer(b, dtype=np.int64) for b in merged[o]])) for o in range(n)]
+            owned = [np.sort(np.concatenate([np.frombuffer(b, dtype=np.int64) for b in merged[o]]), kind="stable")
+                     for o in range(n)]
             kept = _round(handles, [("keep", won[w].tobytes(), np.searchsorted(everything, won[w]).tobytes(),
                                      (distinct + np.searchsorted(everything, owned[w])).tobytes()) for w in range(n)])
             level_start = distinct

@@ -118,10 +118,12 @@ class Shard:
         self.rec_parent = Column(np.int32)
         self.rec_sidx = Column(np.uint16)
         self.rec_index = Column(np.int64)
-        # The frontier, in rank order, with each state's rank; ``base``: the same
-        # for the frontier the last expand started from (a stopped run's checkpoint holds it).
+        # The frontier, in rank order, with each state's rank; ``base``: the same for the frontier
+        # the last expand started from, kept only for checkpoints (a stopped run's holds it; it
+        # costs a level's states until the next expand).
         self.frontier: list[Any] = []
         self.ranks = _EMPTY
+        self.keeps_base = False
         self.base: tuple[list[Any], np.ndarray] = ([], _EMPTY)
         # The candidates of the last expand, in key order.
         self.cand: list[Any] = []
@@ -207,7 +209,8 @@ class Shard:
         name, target fingerprint), the rank of the first deadlock and the coverage (enabled,
         generated per action)."""
         p, key, aprops, constraint, fpr = self.p, self.key, self.aprops, self.spec.constraint, self.fpr
-        self.base = (self.frontier, self.ranks)
+        if self.keeps_base:
+            self.base = (self.frontier, self.ranks)
         local: set[int] = set()
         ckeys, cfps = array("q"), array("q")
         cand: list[Any] = []
