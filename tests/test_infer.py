@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from dataclasses import dataclass
 
@@ -66,13 +67,15 @@ class Jumping(Spec):
 def test_mined_candidates_hold_on_every_reached_state():
     spec = Jumping()
     cands, generated, nstates = mine(spec)
+    # Two runs: the spec's own bound, and every liftable bound one higher (bound=4).
     states = _reached(spec, 10_000)
-    assert nstates == len(states) > 1 and generated > len(cands) > 0
+    wider = _reached(Jumping(bound=4), 10_000)
+    assert nstates == len(states) + len(wider) and len(states) > 1 and generated > len(cands) > 0
     exprs = {c.expr for c in cands}
     assert "s.y <= s.x" in exprs and "s.x >= 0" in exprs
     assert "s.x <= s.y" not in exprs  # false after inc
     for c in cands:
-        assert all(c.fn(spec.p, st) for st in states), c.expr
+        assert all(c.fn(spec.p, st) for st in states + wider), c.expr
 
 
 def test_houdini_drops_a_non_inductive_candidate_and_proves_the_target():
@@ -121,6 +124,31 @@ def test_entity_templates_guarded_by_enum_and_bool_fields():
     assert "all(b.epoch <= s.controller_epoch for b in s.brokers)" in exprs
     assert any(e.startswith("all(b.active_controller == 0 for b in s.brokers if not b.up") for e in exprs)
     assert "s.partition.leader == 0 or s.partition.leader in s.partition.isr" in exprs
+
+
+def test_id_templates_own_ids_entity_references_and_counts():
+    from kafkamc.spec.controller import Controller, Kind, Session
+
+    spec = Controller(brokers=2)
+    cands, _, _ = mine(spec, 3000)
+    exprs = {c.expr for c in cands}
+    # The broker that /controller names (a global id) is up and holds the current epoch.
+    assert "all(b.up for i, b in enumerate(s.brokers, 1) if s.controller == i)" in exprs
+    assert "all(b.epoch == s.controller_epoch for i, b in enumerate(s.brokers, 1) if s.controller == i)" in exprs
+    # A request names a broker that is up; down brokers are counted by crashes.
+    assert "all(s.brokers[e.dest - 1].up for e in s.in_flight)" in exprs
+    assert "sum(1 for b in s.brokers if not b.up) <= s.crashes" in exprs
+    assert "len(s.in_flight) <= s.sent" in exprs
+    # The wider run (crashes = 1) drops what only the small bound made true.
+    assert "all(b.up for b in s.brokers)" not in exprs
+    # No guarded form whose guard never held (it would be true of every reached state).
+    for c in cands:
+        m = re.fullmatch(r"all\((.+?) (for [\w, ]+ in (?:enumerate\(\S+, 1\)|\S+)) if (.+)\)", c.expr)
+        if m:
+            witness = eval(f"lambda p, s: any({m.group(3)} {m.group(2)})", {"Session": Session, "Kind": Kind})
+            assert any(witness(spec.p, st) for st in _reached(spec, 3000)) or \
+                any(witness(spec.p, st) for st in _reached(Controller(brokers=2, elections=3, expiries=2, crashes=1,
+                                                                        leader_epochs=2, requests=3), 3000)), c.expr
 
 
 def test_cli_infer(capsys):

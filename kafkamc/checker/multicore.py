@@ -37,8 +37,8 @@ import numpy as np
 
 from kafkamc.checker.checkpoint import Boundary, Checkpointer
 from kafkamc.checker.fptable import FingerprintTable
-from kafkamc.checker.lineage import MAX_SUCCESSORS, Lineage
-from kafkamc.checker.local import Progress, explore, first_violation, gc_paused, state_key_function
+from kafkamc.checker.lineage import Lineage
+from kafkamc.checker.local import Progress, explore, first_violation, gc_paused, insert_initial, state_key_function
 from kafkamc.checker.resources import die_with_parent
 from kafkamc.checker.shard import Abandoned, Shard, key_order
 from kafkamc.checker.watch import PROGRESS_EVERY, Watch, stop_reason
@@ -387,19 +387,13 @@ def _explore_multicore(
     names = [a.name for a in spec.actions()]
     cov = ([0] * len(names), [0] * len(names), [0] * len(names))  # enabled, generated, distinct
 
-    if len(inits) > MAX_SUCCESSORS:  # as local.explore: the same answer for every worker count
-        raise UsageError(f"spec {spec.name}: {len(inits)} initial states; at most {MAX_SUCCESSORS} are supported")
     root = Shard(spec, props, key, fpr, deadlock)
     root.keeps_base = checkpoint is not None
     level_start = 0  # the index of the frontier's first state
     resumed = checkpoint.resume() if checkpoint is not None else None
-    ikeys = []
-    for s in inits if resumed is None else ():
-        fpr.check(s)
-        ikeys.append(key(s))
     frontier: list[Any] = []
     # A state past --max-states stays in the table: the run ends there, and counts `distinct`.
-    for i in np.flatnonzero(root.add_roots(np.array(ikeys, dtype=np.int64))).tolist():
+    for i in root.add_roots(insert_initial(spec, inits if resumed is None else [], key, fpr, root.table)):
         if max_states is not None and distinct >= max_states:
             reason = "max-states"
             break
@@ -408,7 +402,7 @@ def _explore_multicore(
         if violated is None:
             violated = first_violation(p, inits[i], invs)
             if violated is not None:
-                bad_path, bad_expected = [i], _expected([ikeys[i]], None)
+                bad_path, bad_expected = [i], _expected([key(inits[i])], None)
     if resumed is not None:
         table, lineage, distinct, depth, level_start, generated = resumed.restore(cov, fpr, frontier, watch)
         root.restore(table, lineage, distinct, frontier)

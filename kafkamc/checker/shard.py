@@ -43,10 +43,10 @@ from kafkamc.checker.fingerprint import Fingerprinter
 from kafkamc.checker.fptable import FingerprintTable
 from kafkamc.checker.lineage import MAX_SUCCESSORS, Lineage
 from kafkamc.checker.manifest import FileEntry
-from kafkamc.checker.local import _classify, tally
+from kafkamc.checker.local import _classify, tally, violated_action_property
 from kafkamc.errors import KafkamcError, SpecRaised, UsageError
 from kafkamc.invariants.api import Property, fails
-from kafkamc.spec.api import Spec, format_label
+from kafkamc.spec.api import Spec
 
 __all__ = ["Shard", "Abandoned", "owner_of", "key_order", "MAX_ACTIONS"]
 
@@ -146,14 +146,13 @@ class Shard:
         """Bytes of the visited set and its records."""
         return self.table.nbytes + self.rec_parent.nbytes + self.rec_sidx.nbytes + self.rec_index.nbytes
 
-    def add_roots(self, fps: np.ndarray) -> np.ndarray:
-        """Record the initial states (fingerprints in order); which are new (the first of equal ones)."""
-        new = self.table.insert(fps)
-        index = np.flatnonzero(new)
-        self.rec_parent.extend(np.full(len(index), -1, dtype=np.int32))
-        self.rec_sidx.extend(index.astype(np.uint16))
-        self.rec_index.extend(np.arange(len(index)))
-        return new
+    def add_roots(self, positions: list[int]) -> list[int]:
+        """Record the initial states just inserted into the table (``local.insert_initial``: their
+        positions among the initial states, in order); returns ``positions``."""
+        self.rec_parent.extend(np.full(len(positions), -1, dtype=np.int32))
+        self.rec_sidx.extend(np.array(positions, dtype=np.uint16))
+        self.rec_index.extend(np.arange(len(positions)))
+        return positions
 
     def restore(self, table: FingerprintTable, lineage: Lineage, distinct: int, frontier: list[Any]) -> None:
         """Continue from a checkpoint: its ``distinct`` visited states and their lineage, and the
@@ -235,12 +234,9 @@ class Shard:
                             fpr.check(t)
                         k = key(t)
                         if aprops and aprop_found is None:
-                            flabel = format_label(aname, label)
-                            for pname, pfn in aprops:
-                                r = pfn(p, s, flabel, t)
-                                if r is not True and fails(r, f"action property {pname} ({flabel})", s):
-                                    aprop_found = (rank, i, pname, k)
-                                    break
+                            pname = violated_action_property(p, aprops, s, aname, label, t)
+                            if pname is not None:
+                                aprop_found = (rank, i, pname, k)
                         if k not in local:
                             local.add(k)
                             ckeys.append(base | i << _INDEX_SHIFT | ai)

@@ -166,14 +166,110 @@ def _templates(states: Sequence[Any]) -> tuple[list[str], dict[str, type]]:
             for h, hf in guards:
                 if hf != gf:
                     exprs.append(f"all({h} for {var} in {path} if {g})")
+    exprs += _id_templates(states, glob, entity_fields)
     return exprs, names
+
+
+def _values(states: Sequence[Any], path: str, elem_field: str | None = None) -> set[Any]:
+    """Every value of the scalar ``path`` (``s.x.y``) on the states, or with ``elem_field`` every
+    value of that field of every element of the collection ``path``."""
+    get = operator.attrgetter(path[2:])
+    if elem_field is None:
+        return {get(st) for st in states}
+    sub = operator.attrgetter(elem_field[2:])
+    return {sub(e) for st in states for e in get(st)}
+
+
+def _id_like(values: set[Any], n: int) -> bool:
+    """Whether an int field's values look like the ids of n entities: within 0..n, every id reached."""
+    return set(range(1, n + 1)) <= values <= set(range(n + 1))
+
+
+def _id_templates(states: Sequence[Any], glob: list[tuple[str, str, Any]],
+                  entity_fields: dict[str, list[tuple[str, str, Any]]]) -> list[str]:
+    """Templates about entities named by id. A tuple of records whose length is the same on every
+    state is indexed by entity id from 1 (``s.brokers[b - 1]`` is broker b); an int field whose
+    values all lie in 0..n (n entities) may name one (``s.controller``, ``b.active_controller``,
+    ``r.dest``). Forms, each quantified as ``for i, b in enumerate(s.brokers, 1)``:
+
+    - own-id guards: a fact of the entity the global id names (``all(b.up for i, b in ... if
+      s.controller == i)``, Kafka's "the owner of /controller is up"), or of an entity that names
+      itself (``if b.active_controller == i``), alone or with a bool or enum guard;
+    - an element of another collection naming an entity (``all(s.brokers[r.dest - 1].up for r in
+      s.in_flight)``);
+    - counts: how many entities satisfy a guard, at most a global counter (``sum(1 for b in
+      s.brokers if not b.up) <= s.crashes``), and a bag's length at most one.
+    """
+    gints = [p for p, k, _ in glob if k == "int"]
+    out: list[str] = []
+    indexed = {path: len(operator.attrgetter(path[2:])(states[0])) for path in entity_fields
+               if len({len(operator.attrgetter(path[2:])(st)) for st in states}) == 1}
+    for path, fields in entity_fields.items():
+        bag = path not in indexed
+        var = path.rsplit(".", 1)[1][0]
+        var = "e" if var in ("s", "p", "i") else var
+        rename = [(f.replace("e.", f"{var}.", 1), k, v) for f, k, v in fields]
+        eints = [f for f, k, _ in rename if k == "int"]
+        atoms: list[str] = []  # single facts of the element
+        for f, k, v in rename:
+            if k == "bool":
+                atoms += [f, f"not {f}"]
+            elif k == "enum":
+                atoms += [a for m in type(v) for a in (f"{f} == {type(v).__name__}.{m.name}",
+                                                      f"{f} != {type(v).__name__}.{m.name}")]
+        if bag:
+            out += [f"len({path}) <= {g}" for g in gints]
+        else:
+            n = indexed[path]
+            loop = f"for i, {var} in enumerate({path}, 1)"
+            own_global = [g for g in gints if _id_like(_values(states, g), n)]
+            own_field = [f for f, k, _ in rename if k == "int"
+                         and _id_like(_values(states, path, "e." + f.split(".", 1)[1]), n)]
+            own = [f"{g} == i" for g in own_global] + [f"{f} == i" for f in own_field]
+            facts = atoms + own + [f"{g} != i" for g in own_global] + [f"{f} != i" for f in own_field]
+            facts += [f"{a} == {b}" for a in eints for b in gints]
+            facts += [f"{a} != 0" for a in eints]
+            for g in own:
+                for h in facts:
+                    if h != g:
+                        out.append(f"all({h} {loop} if {g})")
+                for a in atoms:
+                    field_a = a.replace("not ", "").split(" ")[0]
+                    for h in facts:
+                        # A conclusion about the guard's own field follows from the guard or
+                        # contradicts it: never a fact of the protocol.
+                        if h != g and h.replace("not ", "").split(" ")[0] != field_a:
+                            out.append(f"all({h} {loop} if {g} and {a})")
+            for a in atoms:
+                out += [f"sum(1 for {var} in {path} if {a}) <= {g}" for g in gints]
+        # An element's id field names an entity of an indexed collection.
+        for other, n in indexed.items():
+            if other == path:
+                continue
+            ovar = other.rsplit(".", 1)[1][0]
+            ofields = entity_fields[other]
+            oatoms: list[str] = []
+            for f, k, v in ofields:
+                name = f.split(".", 1)[1]
+                if k == "bool":
+                    oatoms += [f"{{x}}.{name}", f"not {{x}}.{name}"]
+                elif k == "enum":
+                    oatoms += [f"{{x}}.{name} == {type(v).__name__}.{m.name}" for m in type(v)]
+            for f in eints:
+                vals = _values(states, path, "e." + f.split(".", 1)[1])
+                if not vals or not vals <= set(range(n + 1)):
+                    continue
+                ref = f"{other}[{f} - 1]"
+                guard = "" if 0 not in vals else f"{f} == 0 or "
+                out += [f"all({guard}{a.format(x=ref)} for {var} in {path})" for a in oatoms if ovar]
+    return out
 
 
 def _kebab(expr: str) -> str:
     text = expr
     for op, word in (("<=", " le "), ("==", " eq "), ("!=", " ne "), (">=", " ge "), (" in ", " in-set ")):
         text = text.replace(op, word)
-    text = re.sub(r"\ball\(|\bfor \w+ in\b|\bif\b|\bs\.|\b[a-z]\.", " ", text)
+    text = re.sub(r"\ball\(|\bsum\(1\b|\bfor [\w, ]+ in (enumerate\()?|, 1\)|\bif\b|\bs\.|\b[a-z]\.", " ", text)
     words = re.findall(r"[A-Za-z0-9]+", text.replace("_", " "))
     name = "-".join(w.lower() for w in words)
     return name if name[:1].isalpha() else f"inv-{name}".rstrip("-")
@@ -205,17 +301,56 @@ def _reached(spec: Spec, max_states: int) -> list[Any]:
     return order
 
 
+def _wider(spec: Spec) -> Spec | None:
+    """The spec with every liftable bound one higher (within its maximum), or None if none can be:
+    a second, cheap filter, since a candidate true only because a bound is small (no crash
+    when ``crashes = 0``) would otherwise cost the prover a query to drop."""
+    cls = type(spec)
+    values = spec.p.as_dict()
+    raised = False
+    for prm in cls.parameters:
+        if prm.lift and (prm.max is None or values[prm.name] < prm.max):
+            values[prm.name] += 1
+            raised = True
+    return cls(**values) if raised else None
+
+
+_GUARDED = re.compile(r"all\((.+?) (for [\w, ]+ in (?:enumerate\(\S+, 1\)|\S+)) if (.+)\)")
+
+
+def _guard_met(expr: str, names: dict[str, type], runs: list[tuple[Any, list[Any]]], known: dict[str, bool]) -> bool:
+    """Whether the guard of a guarded form (``all(h for b in s.brokers if g)``) held for some
+    entity of some reached state: a guard never met makes the candidate true of every reached
+    state and says nothing about any of them."""
+    m = _GUARDED.fullmatch(expr)
+    if m is None:
+        return True
+    witness = f"any({m.group(3)} {m.group(2)})"
+    met = known.get(witness)
+    if met is None:
+        fn = eval(f"lambda p, s: {witness}", dict(names))  # noqa: S307 - from the templates
+        met = known[witness] = any(fn(p, st) for p, sts in runs for st in sts)
+    return met
+
+
 def mine(spec: Spec, max_states: int = DEFAULT_MINE_STATES) -> tuple[list[Candidate], int, int]:
-    """The candidates true on every state of a bounded run: (candidates, generated, states)."""
-    states = _reached(spec, max_states)
+    """The candidates true on every state of two bounded runs, the spec's own parameters and every
+    liftable bound one higher, at most ``max_states`` each: (candidates, generated, states)."""
+    runs = [(spec.p, _reached(spec, max_states))]
+    wider = _wider(spec)
+    if wider is not None:
+        runs.append((wider.p, _reached(wider, max_states)))
+    states = [st for _, sts in runs for st in sts]
     exprs, names = _templates(states)
-    p = spec.p
+    guards: dict[str, bool] = {}
     kept: list[Candidate] = []
     used: set[str] = set()
     for expr in exprs:
         fn = eval(f"lambda p, s: {expr}", dict(names))  # noqa: S307 - generated from the templates above
         try:
-            if not all(fn(p, st) for st in states):
+            if not all(fn(p, st) for p, sts in runs for st in sts):
+                continue
+            if not _guard_met(expr, names, runs, guards):
                 continue
         except Exception:  # a template that does not apply to this shape (e.g. a mixed tuple)
             continue
@@ -247,6 +382,14 @@ def _pruned(cands: list[Candidate]) -> list[Candidate]:
         g = re.fullmatch(r"all\((.+) for (\w+) in (\S+) if .+\)", c.expr)
         if g and f"all({g.group(1)} for {g.group(2)} in {g.group(3)})" in exprs:
             continue
+        # Own-id forms: a conclusion that holds under a weaker guard, or for every entity.
+        e = re.fullmatch(r"all\((.+) for i, (\w+) in enumerate\((\S+), 1\) if (.+?)( and .+)?\)", c.expr)
+        if e:
+            head, var, coll, guard, more = e.groups()
+            if more and f"all({head} for i, {var} in enumerate({coll}, 1) if {guard})" in exprs:
+                continue
+            if not re.search(r"\bi\b", head) and f"all({head} for {var} in {coll})" in exprs:
+                continue
         out.append(c)
     return out
 
@@ -281,7 +424,8 @@ def infer(
     while rounds < max_rounds and members:
         rounds += 1
         sizes.append(len(members))
-        last = prove(spec, members, lifted=lifted, timeout=timeout, workers=workers, search=False)
+        last = prove(spec, members, lifted=lifted, timeout=timeout, workers=workers, search=False,
+                     counterexamples=False)
         failed = {q.invariant for q in last.queries if q.verdict != PROVED}
         if TYPE_OK in failed or any(q.verdict == UNKNOWN for q in last.queries):
             # The domain is left under the current set (dropping members only weakens it further),

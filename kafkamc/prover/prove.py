@@ -45,8 +45,8 @@ def _jobs(spec: Spec, props: Sequence[Property]) -> list[Job]:
 
 
 def _run(index: int) -> tuple[tuple[QueryResult, ...], tuple[RawCti, ...]]:
-    spec, jobs, props, lifted, timeout, max_paths = _WORK  # type: ignore[misc]
-    return run_query(spec, jobs[index], props, lifted, timeout, max_paths)
+    spec, jobs, props, lifted, timeout, max_paths, counterexamples = _WORK  # type: ignore[misc]
+    return run_query(spec, jobs[index], props, lifted, timeout, max_paths, counterexamples=counterexamples)
 
 
 def _worker_signals() -> None:
@@ -72,11 +72,13 @@ def prove(
     max_paths: int = DEFAULT_MAX_PATHS,
     workers: int | None = None,
     search: bool = True,
+    counterexamples: bool = True,
     progress: Callable[[tuple[QueryResult, ...]], None] | None = None,
 ) -> ProofResult:
     """Prove the conjunction of ``invariants`` inductive for ``spec``; ``lifted`` names the
     parameters treated as symbolic (default: every ``Param(lift=True)``). ``progress`` is called
-    with the queries of each action as they complete, in declaration order."""
+    with the queries of each action as they complete, in declaration order. ``counterexamples=False``
+    gives the verdicts only: a result ``cti`` then has no ``cti`` (Houdini's rounds need no more)."""
     global _WORK
     cls = type(spec)
     props = tuple(invariants)
@@ -98,7 +100,7 @@ def prove(
     started, cpu0 = time.perf_counter(), _cpu()
     jobs = _jobs(spec, props)
     workers = max(1, min(workers or available_cores(), len(jobs)))
-    _WORK = (spec, jobs, props, lifted, timeout, max_paths)
+    _WORK = (spec, jobs, props, lifted, timeout, max_paths, counterexamples)
     try:
         outcomes = []
         if workers == 1:
@@ -122,6 +124,8 @@ def prove(
         if search:
             cti = search_pre_state(spec, cti)
         verdict = CTI_FOUND
+    elif any(q.verdict == CTI_FOUND for q in queries):
+        verdict = CTI_FOUND  # counterexamples=False: the verdicts only
     elif any(q.verdict == UNKNOWN for q in queries):
         verdict = UNKNOWN
     else:

@@ -26,6 +26,7 @@ from kafkamc.checker.symbolic.values import fast_not, fast_or
 from kafkamc.errors import SymbolicUnsupported, UsageError
 from kafkamc.invariants.api import Property
 from kafkamc.prover.result import CTI_FOUND, INIT, PROVED, TYPE_OK, UNKNOWN, QueryResult
+from kafkamc.prover.skeleton import Skeletons
 from kafkamc.spec.api import Params, Spec, format_label
 
 __all__ = ["Job", "RawCti", "run_query", "symbolic_params"]
@@ -140,7 +141,12 @@ def _explore(ex: Explorer, body: Callable[[], None]) -> None:
 
 
 def run_query(spec: Spec, job: Job, assumed: tuple[Property, ...], lifted: tuple[str, ...],
-              timeout: float, max_paths: int) -> tuple[tuple[QueryResult, ...], tuple[RawCti, ...]]:
+              timeout: float, max_paths: int, *, skeletons: bool = True, counterexamples: bool = True,
+              ) -> tuple[tuple[QueryResult, ...], tuple[RawCti, ...]]:
+    """The verdicts of ``job``'s targets, and a counterexample per target that has one.
+    ``skeletons=False`` computes every target on every successor (no skeleton fast path): the
+    same verdicts, slower; tests compare the two. ``counterexamples=False`` gives the verdicts
+    only (no counterexample is made or minimised; Houdini needs no more)."""
     started = time.perf_counter()
     z3.set_param("smt.random_seed", 0)
     z3.set_param("sat.random_seed", 0)
@@ -157,8 +163,15 @@ def run_query(spec: Spec, job: Job, assumed: tuple[Property, ...], lifted: tuple
     dom = cls.domain(p)
     props = {pr.name: pr for pr in assumed}
     targets = [t for t in job.targets if job.action != INIT or t == TYPE_OK or props[t].kind == "invariant"]
-    found: dict[str, RawCti] = {}
+    found: dict[str, RawCti | None] = {}  # None: broken, counterexample not asked for
     own = {t: [0, 0, 0.0] for t in targets}  # per target: nested paths, checks, solver seconds
+    # Skeleton formulas are computed per query (not kept by the worker process), so that what a
+    # query explores, and the paths it counts towards its limit, do not depend on what its worker
+    # ran before.
+    skel = Skeletons(p, pfacts, dom) if skeletons else None
+    # Action properties that read their label are computed on the real step (a label is not
+    # part of a skeleton).
+    by_skeleton = {t for t in targets if t != TYPE_OK and (props[t].kind == "invariant" or not _uses_label(props[t].fn))}
 
     def holds_formula(target: str, pre: Any, label: Any, post: Any, action_name: str) -> z3.BoolRef:
         if target == TYPE_OK:
@@ -177,9 +190,79 @@ def run_query(spec: Spec, job: Job, assumed: tuple[Property, ...], lifted: tuple
         stats[1] += budget.checks - before[1]
         stats[2] += budget.solver_seconds - before[2]
 
+    def record(target: str, neg: z3.BoolRef, pre: Any, post: Any) -> None:
+        """Ask whether ``target`` can break (``neg``, its exact negation on the successor) and
+        record its counterexample (minimised) if it can."""
+        before = (budget.paths, budget.checks, budget.solver_seconds)
+        try:
+            model = ex.model_of(neg)
+            if model is None:
+                return
+            if not counterexamples:
+                found[target] = None
+                return
+            terms: list[z3.ArithRef] = list(pterms.values())
+            _int_vars(pre if pre is not None else post, terms)
+            model = _minimized(solver, neg, model, terms)
+            found[target] = RawCti(
+                job.action, target, None if pre is None else concretize(pre, model), concretize(post, model),
+                {n: model.eval(t, model_completion=True).as_long() for n, t in pterms.items()},
+            )
+        finally:
+            _charge(target, before)
+
+    def fast_path(pre: Any, label: Any, post: Any, action_name: str) -> bool:
+        """Decide the successor on its skeleton: one solver call asks for a state where it leaves
+        the domain or breaks a target; a model that keeps it in the domain names the targets it
+        breaks (exactly: inside the domain the skeleton formulas are the targets'), which are
+        recorded, and the rest are asked again, until nothing breaks. True when the successor
+        is decided; False when it can leave the domain or has no skeleton: then each target is
+        asked on the real successor, as without skeletons."""
+        sk = skel.of(pre, post)
+        if sk is None:
+            return False
+        while True:
+            names = tuple(t for t in targets if t not in found and t != TYPE_OK)
+            direct: dict[str, z3.BoolRef] = {}
+            over_template: dict[str, z3.BoolRef] = {}
+            for target in names:
+                before = (budget.paths, budget.checks, budget.solver_seconds)
+                try:
+                    f = sk.formula(props[target].fn, props[target].kind, budget) if target in by_skeleton else None
+                    if f is None:
+                        direct[target] = fast_not(holds_formula(target, pre, label, post, action_name))
+                    else:
+                        over_template[target] = f
+                finally:
+                    _charge(target, before)
+            negation = sk.negation(tuple(props[t].fn for t in over_template),
+                                   lambda: [fast_not(f) for f in over_template.values()])
+            model = ex.model_of(fast_or([negation] + list(direct.values())))
+            if model is None:
+                return True
+            if not z3.is_true(model.eval(sk.instantiate(sk.in_domain), model_completion=True)):
+                return False
+            broken = {t: n for t, n in direct.items() if z3.is_true(model.eval(n, model_completion=True))}
+            for t, f in over_template.items():
+                neg = sk.instantiate(fast_not(f))
+                if z3.is_true(model.eval(neg, model_completion=True)):
+                    broken[t] = neg
+            if not broken:
+                return False  # cannot happen (the model satisfies a disjunct); the exact way decides
+            for t in names:  # in the targets' order, as the exact way records them
+                if t in broken:
+                    if counterexamples:
+                        record(t, fast_not(holds_formula(t, pre, label, post, action_name)), pre, post)
+                    else:
+                        found[t] = None  # the model is a witness: in the domain, the formulas are exact
+            if len(found) == len(targets):
+                raise _Found()
+
     def check(pre: Any, label: Any, post: Any, action_name: str) -> None:
         if ex.formatted and _leaks_placeholder(post):
             raise unsupported(f"a string made from a symbolic value stored in the state by {action_name}")
+        if skel is not None and pre is not None and fast_path(pre, label, post, action_name):
+            return
         negated: dict[str, z3.BoolRef] = {}
         for target in targets:
             if target in found:
@@ -194,20 +277,7 @@ def run_query(spec: Spec, job: Job, assumed: tuple[Property, ...], lifted: tuple
         if ex.model_of(fast_or(list(negated.values()))) is None:
             return
         for target, neg in negated.items():
-            before = (budget.paths, budget.checks, budget.solver_seconds)
-            try:
-                model = ex.model_of(neg)
-                if model is not None:
-                    terms: list[z3.ArithRef] = list(pterms.values())
-                    _int_vars(pre if pre is not None else post, terms)
-                    model = _minimized(solver, neg, model, terms)
-                    found[target] = RawCti(
-                        job.action, target, None if pre is None else concretize(pre, model),
-                        concretize(post, model),
-                        {n: model.eval(t, model_completion=True).as_long() for n, t in pterms.items()},
-                    )
-            finally:
-                _charge(target, before)
+            record(target, neg, pre, post)
         if len(found) == len(targets):
             raise _Found()
 
@@ -277,4 +347,4 @@ def run_query(spec: Spec, job: Job, assumed: tuple[Property, ...], lifted: tuple
         results.append(QueryResult(
             job.action, t, verdict, shared_paths + own[t][0], round(own[t][2], 3), round(shared_solver, 3), seconds,
             own[t][1], reason if verdict == UNKNOWN else None))
-    return tuple(results), tuple(found[t] for t in targets if t in found)
+    return tuple(results), tuple(c for t in targets if (c := found.get(t)) is not None)

@@ -14,7 +14,7 @@ from typing import Any
 
 from kafkamc.errors import SymbolicUnsupported
 
-__all__ = ["current", "activate", "unsupported", "user_location", "PLACEHOLDER"]
+__all__ = ["current", "activate", "isolated", "unsupported", "user_location", "PLACEHOLDER"]
 
 # What str()/format() of a symbolic value gives inside an action (labels only, see values.py).
 PLACEHOLDER = "\u27e8sym\u27e9"
@@ -47,6 +47,21 @@ class activate:
 
     def __exit__(self, *exc: Any) -> None:
         _current.pop()
+
+
+class isolated:
+    """``with isolated():`` runs a nested exploration that is not part of the running ones: an
+    unsupported construct inside it is recorded on its own explorers only, so that the caller can
+    catch it and fall back to another way (``prove`` computing a predicate on a skeleton)."""
+
+    __slots__ = ("_saved",)
+
+    def __enter__(self) -> None:
+        self._saved = _current[:]
+        del _current[:]
+
+    def __exit__(self, *exc: Any) -> None:
+        _current[:] = self._saved
 
 
 def user_location(skip: int = 1) -> str:
