@@ -165,3 +165,29 @@ def test_a_checkpoint_resumes_on_any_number_of_workers(tmp_path):
                     assert (r.result, r.reason) == ("incomplete", "interrupted")
                     assert ckpt.failure is None and ckpt.saved is not None and ckpt.saved.depth == stop - 1
         assert _outcome(r) == _outcome(whole)
+
+
+def _many_actions(count: int) -> type:
+    """A spec with ``count`` actions (more than a byte's worth): action ``a<i>`` steps x up to 2,
+    setting y to i, so the second level has ``count`` states reached ``count`` times each."""
+
+    def init_states(p):
+        yield Pair(0, 0)
+
+    body = {"name": "many-actions", "parameters": (), "init_states": init_states}
+    for i in range(count):
+        def step(p, s, i=i):
+            if s.x < 2:
+                yield (i,), Pair(s.x + 1, i)
+        step.__name__ = f"a{i}"
+        body[step.__name__] = action(step)
+    return type("ManyActions", (Spec,), body)
+
+
+def test_any_number_of_actions_for_any_worker_count():
+    spec = _many_actions(300)()
+    expected = explore(spec, max_states=400)
+    assert expected.distinct_states == 400 and len(expected.coverage) == 300
+    for workers in (2, 3):
+        same(expected, explore_multicore(spec, workers=workers, fork_threshold=1, max_states=400))
+    same(explore(spec), explore_multicore(spec, workers=2, fork_threshold=1))

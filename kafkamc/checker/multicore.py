@@ -40,7 +40,7 @@ from kafkamc.checker.fptable import FingerprintTable
 from kafkamc.checker.lineage import Lineage
 from kafkamc.checker.local import Progress, explore, first_violation, gc_paused, insert_initial, state_key_function
 from kafkamc.checker.resources import die_with_parent
-from kafkamc.checker.shard import Abandoned, Shard, key_order
+from kafkamc.checker.shard import Abandoned, KeyLayout, Shard
 from kafkamc.checker.watch import PROGRESS_EVERY, Watch, stop_reason
 from kafkamc.result import DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult, LevelStats, coverage_of
 from kafkamc.counterexamples.checked import checked_replay
@@ -385,6 +385,7 @@ def _explore_multicore(
     bad_expected: Callable[[int, int], bool] | None = None
     reason: str | None = None
     names = [a.name for a in spec.actions()]
+    layout = KeyLayout.of(len(names))
     cov = ([0] * len(names), [0] * len(names), [0] * len(names))  # enabled, generated, distinct
 
     root = Shard(spec, props, key, fpr, deadlock)
@@ -513,7 +514,7 @@ def _explore_multicore(
             for e, (_, inv, dist, _) in zip(expanded, kept):
                 _add_coverage(cov, (*e[4], dist))
                 if inv is not None:
-                    order = (*key_order(inv[0]), 1)
+                    order = (*layout.order(inv[0]), 1)
                     if found is None or order < found[0]:
                         found = (order, inv[1], level_start + inv[2], None, None)
             sizes = [c for c, _, _, _ in kept]

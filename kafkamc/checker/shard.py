@@ -11,8 +11,9 @@ a checkpoint (``kafkamc.checker.checkpoint``) holds exactly what the sequential 
 
 Frontier states stay with the shard that generated them (states are pickled only when the frontier
 is rebalanced). Each carries its *rank*: its position in its level in the sequential engine's
-order. A successor's *key* is ``(rank of its parent << 24) | (successor index << 8) | action``
-(the action is a function of the other two, so keys sort as (rank, successor index)); the
+order. A successor's *key* packs the rank of its parent, the successor index (16 bits) and the
+action (as many bits as the spec's actions need; see ``KeyLayout``): the action is a function of
+the other two, so keys sort as (rank, successor index); the
 sequential engine discovers a state at its smallest key, so the owner keeps, for every new fingerprint, the
 candidate with the smallest key, and sorting the level's new keys gives the next level's ranks.
 Hence distinct states, generated, depth, coverage, verdict and trace are the sequential engine's
@@ -21,7 +22,7 @@ whatever the number of shards.
 A level, as the coordinator (``multicore``) drives it:
 
 1. ``expand``: run every action on the shard's frontier, check action properties, deduplicate
-   locally, and sort the candidates (fingerprint, key, parent fingerprint) by owner;
+   locally, and sort the candidates (fingerprint, key) by owner;
 2. ``merge`` (on the owner): of all candidates sent to it, drop those already visited, keep the
    smallest key per fingerprint, record them, and tell each generator which of its keys won;
 3. ``keep`` (on the generator): the winners, with their ranks, become its next frontier; check
@@ -33,6 +34,7 @@ from __future__ import annotations
 import pickle
 import sys
 from array import array
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -48,26 +50,36 @@ from kafkamc.errors import KafkamcError, SpecRaised, UsageError
 from kafkamc.invariants.api import Property, fails
 from kafkamc.spec.api import Spec
 
-__all__ = ["Shard", "Abandoned", "owner_of", "key_order", "MAX_ACTIONS"]
+__all__ = ["Shard", "Abandoned", "KeyLayout"]
 
-# A key packs the parent's rank, the successor index and the action (see above).
-_RANK_SHIFT = 24
-_INDEX_SHIFT = 8
-_INDEX_MASK = 0xFFFF
-_ACTION_MASK = 0xFF
-MAX_ACTIONS = _ACTION_MASK + 1
-_U64 = (1 << 64) - 1
+_INDEX_BITS = 16  # successor indexes are uint16, as in the lineage
+_INDEX_MASK = (1 << _INDEX_BITS) - 1
 _EMPTY = np.empty(0, dtype=np.int64)
 
 
-def owner_of(fp: int, count: int) -> int:
-    """The shard that owns fingerprint ``fp`` (a signed 64-bit int, read as unsigned)."""
-    return (fp & _U64) % count
+@dataclass(frozen=True, slots=True)
+class KeyLayout:
+    """How a key packs (parent rank, successor index, action) into a signed 64-bit int: the action
+    in the low ``action_bits`` bits (as many as the spec's actions need), the successor index in
+    the next 16, the rank above (2^39 states a level even with 256 actions)."""
 
+    action_bits: int
 
-def key_order(key: int) -> tuple[int, int]:
-    """(rank of the parent, successor index) of a key: the sequential engine's order."""
-    return key >> _RANK_SHIFT, (key >> _INDEX_SHIFT) & _INDEX_MASK
+    @classmethod
+    def of(cls, actions: int) -> "KeyLayout":
+        return cls(max(actions - 1, 0).bit_length())
+
+    @property
+    def rank_shift(self) -> int:
+        return self.action_bits + _INDEX_BITS
+
+    @property
+    def action_mask(self) -> int:
+        return (1 << self.action_bits) - 1
+
+    def order(self, key: int) -> tuple[int, int]:
+        """(rank of the parent, successor index) of a key: the sequential engine's order."""
+        return key >> self.rank_shift, (key >> self.action_bits) & _INDEX_MASK
 
 
 def _owners(fps: np.ndarray, count: int) -> np.ndarray:
@@ -107,8 +119,7 @@ class Shard:
         self.fpr = fpr
         self.deadlock = deadlock
         self.index, self.count = 0, 1
-        if len(self.actions) > MAX_ACTIONS:
-            raise UsageError(f"spec {spec.name}: {len(self.actions)} actions; at most {MAX_ACTIONS} are supported")
+        self.layout = KeyLayout.of(len(self.actions))
         # The owned part of the visited set, and per fingerprint (by its position in the table) a
         # record as the sequential engine's lineage has it: the parent's index (-1 for an initial
         # state) and the successor index (the initial state's position for one); and the state's
@@ -208,6 +219,7 @@ class Shard:
         name, target fingerprint), the rank of the first deadlock and the coverage (enabled,
         generated per action)."""
         p, key, aprops, constraint, fpr = self.p, self.key, self.aprops, self.spec.constraint, self.fpr
+        rank_shift, index_shift = self.layout.rank_shift, self.layout.action_bits
         if self.keeps_base:
             self.base = (self.frontier, self.ranks)
         local: set[int] = set()
@@ -224,7 +236,7 @@ class Shard:
             if constraint is not None and not constraint(p, s):
                 continue
             validating = fpr.validating  # once per state; check() stops at its own quota
-            base = rank << _RANK_SHIFT
+            base = rank << rank_shift
             i = 0
             try:
                 for ai, aname, fn in self.actions:
@@ -239,7 +251,7 @@ class Shard:
                                 aprop_found = (rank, i, pname, k)
                         if k not in local:
                             local.add(k)
-                            ckeys.append(base | i << _INDEX_SHIFT | ai)
+                            ckeys.append(base | i << index_shift | ai)
                             cfps.append(k)
                             cand.append(t)
                         i += 1
@@ -290,8 +302,8 @@ class Shard:
         sel = order[np.sort(first)]  # the winning candidates, in key order
         winners = sel[self.table.insert(fps[sel])]  # indexed in key order, like their records
         wkeys = keys[winners]
-        self.rec_parent.extend((level_start + (wkeys >> _RANK_SHIFT)).astype(np.int32))
-        self.rec_sidx.extend(((wkeys >> _INDEX_SHIFT) & _INDEX_MASK).astype(np.uint16))
+        self.rec_parent.extend((level_start + (wkeys >> self.layout.rank_shift)).astype(np.int32))
+        self.rec_sidx.extend(((wkeys >> self.layout.action_bits) & _INDEX_MASK).astype(np.uint16))
         wsrc = src[winners]
         return [wkeys[wsrc == g].tobytes() for g in range(len(parts))]
 
@@ -335,7 +347,7 @@ class Shard:
 
     def _distinct(self, keys: np.ndarray) -> list[int]:
         """Per action, how many of these winning keys it yielded (the states it found first)."""
-        return np.bincount(keys & _ACTION_MASK, minlength=len(self.actions)).tolist()
+        return np.bincount(keys & self.layout.action_mask, minlength=len(self.actions)).tolist()
 
     def tally(self, cut: int, won: bytes) -> tuple[list[int], list[int], list[int]]:
         """Coverage of a level cut short by a bound at the successor with key ``cut``, as the
@@ -343,7 +355,7 @@ class Shard:
         distinct among the keys ``won`` below it."""
         wkeys = _int64(won)
         dist = self._distinct(wkeys[wkeys < cut])
-        cut_rank, cut_i = key_order(cut)
+        cut_rank, cut_i = self.layout.order(cut)
         before = int(np.searchsorted(self.ranks, cut_rank))  # the states expanded in full
         en, gen = tally(self.p, self.actions, self.spec.constraint, self.frontier[:before], sys.maxsize - 1)
         if before < len(self.frontier) and self.ranks[before] == cut_rank:  # the state cut short is here
