@@ -49,7 +49,7 @@ __all__ = [
 Progress = Callable[[LevelStats], None]
 
 # Frontier states expanded per batch: their successors' fingerprints go to the table together.
-CHUNK = 16384
+CHUNK = 1024
 
 
 def state_key_function(spec: Spec, sample: Any, symmetry: bool) -> tuple[Callable[[Any], int], Fingerprinter]:
