@@ -140,7 +140,9 @@ def _elect_without_bump(p, s):
     for i, b in enumerate(s.brokers, 1):
         if b.up and b.session == Session.LIVE:
             nb = Broker(True, Session.LIVE, i, s.controller_epoch, s.controller_epoch_zk_version,
-                        s.partition.leader_epoch, b.seen_controller_epoch, b.leader_epoch)
+                        s.partition.leader_epoch, b.seen_controller_epoch, b.leader_epoch, b.shutting_down,
+                        b.stopped, b.leader, b.isr, b.zk_version, b.context_leader, b.context_isr,
+                        b.context_zk_version)
             yield f"Elect(b{i}, epoch={s.controller_epoch})", ControllerState(
                 i, s.controller_epoch, s.controller_epoch_zk_version, s.partition,
                 s.brokers[:i - 1] + (nb,) + s.brokers[i:], s.in_flight, s.sent, s.expiries, s.crashes,
