@@ -2,12 +2,17 @@
 
     python benchmarks/spark_levels.py replication-737k [--master local[2]] [--partitions P]
     python benchmarks/spark_levels.py --spec replication -p replicas=3 [--engines spark]
+    python benchmarks/spark_levels.py replication-737k --engines spark,spark-checkpoint
 
 For each engine (each in a fresh subprocess, so peak memory is its own) it prints one line per
 breadth-first level (seconds spent on the level, new states, successors generated), then depth,
 distinct states, states generated, total seconds, states/s (generated per second, as the CLI
 reports it) and peak resident memory: of the process for the local engine; of the Python driver,
 the JVM (driver and executor in local mode) and the largest Python worker for the Spark engine.
+Engine ``spark-checkpoint`` is Spark with ``--checkpoint`` (a fresh directory under the system's
+temporary directory, removed afterwards): every level's blocks go through files. For Spark runs it
+also prints the bytes of Spark's storage memory (the cached blocks, on every block manager) per
+visited state, the frontiers the cached blocks hold left out.
 The Spark total is given with and without the SparkContext start-up, and the fixed cost per
 level is estimated as the intercept of a least-squares fit of level seconds against successors
 generated in the level. The machine's load average is printed first and last: other processes
@@ -130,7 +135,20 @@ def _child(args: argparse.Namespace) -> None:
         last[0] = time.perf_counter()
         before = {pid: _cpu_seconds(pid) for pid in [os.getpid()] + _descendants(os.getpid())}
         cpu0 = sum(before.values())
-        result = explore_spark(spec, props, partitions=args.partitions, progress=progress)
+        if args.child == "spark-checkpoint":
+            import tempfile
+
+            from kafkamc.checker.manifest import spec_identity
+            from kafkamc.checker.spark_checkpoint import SparkCheckpointer
+
+            options = {"properties": [pr.name for pr in props], "symmetry": False, "deadlock": False,
+                       "max_depth": None, "max_states": None}
+            with tempfile.TemporaryDirectory(prefix="kafkamc-bench-") as tmp, \
+                    SparkCheckpointer(tmp, spec_identity(spec, args.spec), options, 0.0) as ckpt:
+                result = explore_spark(spec, props, partitions=args.partitions, progress=progress, checkpoint=ckpt)
+                report["checkpoint_bytes"] = max(lv.get("checkpoint_bytes", 0) for lv in result.extra["levels"])
+        else:
+            result = explore_spark(spec, props, partitions=args.partitions, progress=progress)
         # Python workers started during the run count from zero.
         after = {pid: _cpu_seconds(pid) for pid in [os.getpid()] + _descendants(os.getpid())}
         report["cpu_seconds"] = sum(after.values()) - cpu0
@@ -150,6 +168,32 @@ def _child(args: argparse.Namespace) -> None:
                   generated=result.states_generated, depth=result.depth, seconds=result.seconds, levels=levels,
                   trace=None if result.trace is None else len(result.trace))
     print(json.dumps(report))
+
+
+def _storage_per_state(levels: list[dict], both_cached: bool) -> None:
+    """Spark's storage memory per visited state, measured after each level's job: the level's
+    input blocks are cached (visited set and frontier before the level) and, without
+    --checkpoint, its output blocks too (with the level's new frontier); the frontiers are
+    subtracted, what is left is the visited sets' cost."""
+    rows = []
+    prev_frontier = 0
+    for lv in levels:
+        used = lv.get("storage_used_bytes", -1)
+        frontiers = prev_frontier + (lv["frontier_bytes"] if both_cached else 0)
+        if used > 0 and lv["distinct"]:
+            rows.append((lv["level"], used, frontiers, lv["distinct"], (used - frontiers) / lv["distinct"]))
+        prev_frontier = lv["frontier_bytes"]
+    if not rows:
+        print("  storage memory: not measured")
+        return
+    last = rows[-1]
+    # Early levels hold a few states and Spark's fixed overhead per block; from a tenth of the
+    # visited set on, the bytes per state are the representation's.
+    peak = max((r for r in rows if r[3] >= last[3] / 10), key=lambda r: r[4])
+    print(f"  storage memory (cached blocks) per visited state, frontiers left out: {last[4]:.2f} B at the last level "
+          f"({last[1]:,} B in use, {last[2]:,} B of it frontiers, {last[3]:,} visited); at most {peak[4]:.2f} B "
+          f"(level {peak[0]}) from a tenth of the visited states on; in use at most "
+          f"{max(r[1] for r in rows):,} B")
 
 
 def _fixed_cost(levels: list[dict]) -> tuple[float, float]:
@@ -184,7 +228,7 @@ def main() -> None:
     parser.add_argument("--driver-memory", default=None, help="spark.driver.memory (the local-mode executor too)")
     parser.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)),
                         help="processes of the local engine (default: every core, as kafkamc check does)")
-    parser.add_argument("--child", choices=("local", "spark"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=("local", "spark", "spark-checkpoint"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.config:
         args.spec, extra = CONFIGS[args.config]
@@ -221,6 +265,8 @@ def main() -> None:
         print(f"  {rep['result']}{' ' + rep['violated'] if rep['violated'] else ''}: depth {rep['depth']}, "
               f"{rep['distinct']:,} distinct, {rep['generated']:,} generated, {rep['seconds']:.1f} s, "
               f"{rate:,.0f} states/s; CPU {rep['cpu_seconds']:.1f} s; load average now {os.getloadavg()[0]:.1f}")
+        if rep.get("checkpoint_bytes"):
+            print(f"  largest checkpoint level on disk: {rep['checkpoint_bytes']:,} B")
         if engine == "local":
             print(f"  peak memory: {rep['driver_peak_kb'] / 1024:,.0f} MiB")
         else:
@@ -241,11 +287,13 @@ def main() -> None:
                 rest = lv["seconds"] - lv["expand_seconds"] - lv["merge_seconds"]
                 print(f"    level {lv['level']:3d}: {lv['seconds']:6.2f} s = {lv['expand_seconds']:6.2f} + "
                       f"{lv['merge_seconds']:6.2f} + {rest:5.2f}  ({lv['new']:,} new, {lv['generated']:,} generated)")
+            _storage_per_state(rep["engine_levels"], engine == "spark")
             print(f"  peak memory: driver (Python) {rep['driver_peak_kb'] / 1024:,.0f} MiB, JVM "
                   f"{rep['jvm_peak_kb'] / 1024:,.0f} MiB, largest Python worker "
                   f"{rep['python_worker_peak_kb'] / 1024:,.0f} MiB")
-    if "local" in reports and "spark" in reports:
-        a, b = reports["local"][0], reports["spark"][0]
+    spark_runs = [e for e in ("spark", "spark-checkpoint") if e in reports]
+    if "local" in reports and spark_runs:
+        a, b = reports["local"][0], reports[spark_runs[0]][0]
         same = all(a[k] == b[k] for k in ("result", "violated", "distinct", "generated", "depth", "trace"))
         local_s = statistics.fmean(r["seconds"] for r in reports["local"])
         local_cpu = statistics.fmean(r["cpu_seconds"] for r in reports["local"])

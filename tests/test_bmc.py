@@ -5,17 +5,22 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from enum import IntEnum
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kafkamc import Param, Spec, action, invariant
 from kafkamc.checker.local import explore
 from kafkamc.cli.main import main
 from kafkamc.counterexamples.trace import replay
-from kafkamc.errors import SymbolicUnsupported, UsageError
+from kafkamc.errors import SpecRaised, SymbolicUnsupported, UsageError
 from kafkamc.prover.bmc import bmc
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -98,12 +103,39 @@ def test_shortest_violation_as_breadth_first_check_finds(params, inv):
     assert short.result == "incomplete" and short.reason == "max-depth"
 
 
+class ManyStarts(Spec):
+    """``starts`` initial counters: at every depth the counter has that many values, so it stays
+    symbolic, and hashing it needs one run per value."""
+
+    name = "bmc-many-starts"
+    parameters = (Param("bound", 3, "bound", min=1, max=10), Param("starts", 2, "initial counters", min=1, max=400))
+    invariants = (ps.count_non_negative,)
+
+    def init_states(p):
+        for n in range(p.starts):
+            yield ps.Count(n)
+
+    @action
+    def step(p, s):
+        if s.n < p.bound and len({s.n, 1}) > 0:
+            yield "Step", ps.Count(s.n + 1)
+
+
 def test_domain_spec_and_unsupported_code():
     spec = ps.Lagging()
     assert bmc(spec, [spec.property_named("y-non-negative")], 4).result == "incomplete"
-    bad = ps.HashSpec()
+    # An int with one value in every state reachable at a depth is run concretely: hashing it is fine.
+    one = ps.HashSpec()
+    assert bmc(one, list(one.properties())[:1], 3).result == "incomplete"
+    # A few values: the shape runs once per valuation of its ints.
+    few = ManyStarts(starts=3)
+    assert bmc(few, list(few.properties()), 3).result == "incomplete"
+    bad = ManyStarts(starts=300)
     with pytest.raises(SymbolicUnsupported, match="hash"):
-        bmc(bad, list(bad.properties()), 3)
+        bmc(bad, list(bad.properties()), 1)
+    glob = ps.GlobalSpec()
+    with pytest.raises(SymbolicUnsupported, match="mutable global"):
+        bmc(glob, list(glob.properties())[:1], 3)
     with pytest.raises(UsageError, match="invariants"):
         from kafkamc.spec.controller import Controller
 
@@ -126,6 +158,86 @@ def test_cli_json_is_check_json_and_replays(tmp_path, capsys):
     assert main(["bmc", ref, "-i", "bmc-sum-small", "--depth", "2"]) == 4
     assert "no violation within 2 steps" in capsys.readouterr().out
     assert main(["bmc", ref, "-i", "bmc-sum-small", "--depth", "-1"]) == 2
+
+
+@dataclass(frozen=True, slots=True)
+class Slots:
+    log: tuple[int, ...]
+    pos: int
+    seen_big: bool  # set from a comparison: a symbolic bool in a successor, split by its values
+
+
+@invariant("bmc-pos-small", "pos stays below the limit")
+def bmc_pos_small(p, s) -> bool:
+    return s.pos < p.limit
+
+
+@invariant("bmc-never-big", "no value above 2 was read")
+def bmc_never_big(p, s) -> bool:
+    return not s.seen_big
+
+
+class Reader(Spec):
+    """A cursor reads a fixed log; ``log[pos]`` indexes with a state int that is in range in every
+    reachable state (out of range only in states no run reaches). ``crash`` makes it read one past
+    the end once pos reaches the last slot: an IndexError on a reachable state."""
+
+    name = "bmc-reader"
+    parameters = (Param("limit", 9, "pos must stay below it", min=1, max=20),
+                  Param("crash", False, "read past the end"))
+    invariants = (bmc_pos_small, bmc_never_big)
+
+    def init_states(p):
+        yield Slots((1, 3, 2, 5), 0, False)
+
+    @action
+    def read(p, s):
+        if s.pos < len(s.log) - (0 if p.crash else 1):
+            v = s.log[s.pos + (1 if p.crash and s.pos == len(s.log) - 1 else 0)]
+            yield "Read", Slots(s.log, s.pos + 1, s.seen_big or v > 2)
+
+
+def test_index_by_state_int_and_a_stored_comparison():
+    spec = Reader()
+    bfs = explore(spec, [spec.property_named("bmc-never-big")])
+    result = bmc(spec, [spec.property_named("bmc-never-big")], 6)
+    assert result.result == "violation" and len(result.trace) == len(bfs.trace) == 3
+    assert bmc(spec, [spec.property_named("bmc-pos-small")], 6).result == "incomplete"
+
+
+def test_a_spec_that_raises_on_a_reachable_state_is_reported_as_check_reports_it():
+    spec = Reader(crash=True)
+    with pytest.raises(SpecRaised, match="IndexError"):
+        explore(spec, [spec.property_named("bmc-pos-small")])
+    with pytest.raises(SpecRaised, match="action read raised IndexError"):
+        bmc(spec, [spec.property_named("bmc-pos-small")], 8)
+    # Not reached within the depth: nothing raised, and the answer is bounded.
+    assert bmc(spec, [spec.property_named("bmc-pos-small")], 2).result == "incomplete"
+
+
+@settings(max_examples=12, deadline=None)
+@given(bound=st.integers(1, 4), limit=st.integers(1, 9), depth=st.integers(0, 9))
+def test_bmc_agrees_with_breadth_first_check_to_the_same_depth(bound, limit, depth):
+    spec = Pairs(bound=bound, limit=limit)
+    props = list(spec.properties())
+    bfs = explore(spec, props)
+    result = bmc(spec, props, depth)
+    if bfs.result == "violation" and len(bfs.trace) - 1 <= depth:
+        assert result.result == "violation" and len(result.trace) == len(bfs.trace)
+    else:
+        assert result.result == "incomplete" and result.extra["bmc_depth"] == depth
+
+
+def test_sigterm_ends_bmc_as_incomplete_with_the_depth_reached():
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kafkamc", "bmc", "controller", "-p", "fencing=none", "-i",
+         "no-stale-request-applied", "--depth", "8"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(6)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 4, (out, err)
+    assert "no violation within" in out and "stopped at depth" in out and "terminated" in out
+    assert "Traceback" not in err
 
 
 def test_kafka_controller_agrees_with_breadth_first_check():

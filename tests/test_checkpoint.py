@@ -101,6 +101,21 @@ def test_stopped_inside_a_level_and_resumed_equals_uninterrupted(tmp_path, worke
         assert _outcome(_engine(workers)(spec, props, checkpoint=ckpt)) == _outcome(whole)
 
 
+def test_memory_guard_stop_is_checkpointed_and_resumed(tmp_path):
+    """The memory guard (here: any memory at all is too much) stops the run like Ctrl-C: its
+    checkpoint resumes, under a guard that lets it finish, to the uninterrupted result."""
+    ref = "toyspecs:Ladder"
+    params = {"width": 400, "rungs": 6, "top": True}
+    props = select_properties(type(build_spec(ref, params)), ["rung-below-top"])
+    whole = explore(build_spec(ref, params), props)
+    spec = build_spec(ref, {**params, "delay_us": 1000})
+    with _checkpointer(tmp_path, ref, spec, props, resume=False) as ckpt:
+        r = explore(spec, props, max_memory=1, checkpoint=ckpt)
+        assert (r.result, r.reason, ckpt.failure) == (INCOMPLETE, "max-memory", None) and ckpt.saved is not None
+    with _checkpointer(tmp_path, ref, spec, props, resume=True) as ckpt:
+        assert _outcome(explore(spec, props, checkpoint=ckpt)) == _outcome(whole)
+
+
 def test_resume_on_another_number_of_workers(tmp_path):
     ref, params = HOLDS
     spec = build_spec(ref, params)
@@ -162,7 +177,7 @@ def _stopped_checkpoint(tmp_path, capsys) -> str:
     (["-i", "weak-isr"], "-i selects weak-isr but the checkpoint checks strong-isr, weak-isr"),
     (["--symmetry"], "--symmetry was not used by the checkpointed run"),
     (["--max-depth", "3"], "--max-depth 3 but the checkpointed run had none"),
-    (["--engine", "spark"], "--checkpoint/--resume apply to --engine local only"),
+    (["--engine", "spark"], "a checkpoint of the local engine, which goes on with it"),
     (["-l", "follower-catches-up"], "-l/--liveness is not checkpointed"),
     (["--checkpoint", "/elsewhere"], "--resume DIR goes on writing its checkpoints in DIR"),
 ])

@@ -9,8 +9,9 @@ there explores exactly what the uninterrupted run explores next, in the same ord
 with the same counts, depth, verdict and trace.
 
 A checkpoint is a directory: ``visited.<g>.bin`` (the fingerprint, parent and successor-index
-columns of generation ``g``, ``checker/fptable.py`` and ``checker/lineage.py``, as raw arrays), ``frontier.<g>.<part>.pkl`` (the frontier in order, in one or more
-parts: each worker of the multicore engine writes its own segment) and ``manifest.json``
+columns of generation ``g``, those of ``checker/fptable.py`` and ``checker/lineage.py``, as raw
+arrays), ``frontier.<g>.<part>.pkl`` (the frontier in order, in one or more parts: each worker
+of the multicore engine writes its own segment) and ``manifest.json``
 (``kafkamc.checker.manifest``), written last: until its rename the previous generation is the
 checkpoint, after it the new one, and the files of other generations are then removed. A lock
 file keeps two runs from writing the same directory.
@@ -40,7 +41,7 @@ from kafkamc.checker.manifest import (
 from kafkamc.errors import UsageError
 from kafkamc.result import CheckResult
 
-__all__ = ["Boundary", "Resumed", "Checkpointer", "write_frontier", "read_frontier", "finished_doc",
+__all__ = ["Boundary", "Resumed", "Checkpointer", "chunked", "write_frontier", "read_frontier", "finished_doc",
            "refuse_other_run", "ENGINE", "LOCK"]
 
 ENGINE = "local"
@@ -157,8 +158,12 @@ class Checkpointer:
 
     ``spec`` and ``options`` are the manifest's identity fields; ``every`` is the least number of
     seconds between two level-boundary checkpoints (0: every level). ``manifest`` is the
-    checkpoint resumed, if any; ``load`` returns its engine state.
+    checkpoint resumed, if any; ``load`` returns its engine state. The Spark engine's checkpoints
+    (``kafkamc.checker.spark_checkpoint``) are a subclass with their own ``engine`` and data files.
     """
+
+    engine = ENGINE
+    data_files = _DATA_FILE  # the names of this engine's data files, which _commit may remove
 
     def __init__(self, directory: str, spec: Mapping[str, Any], options: Mapping[str, Any], every: float,
                  manifest: Manifest | None = None) -> None:
@@ -168,7 +173,7 @@ class Checkpointer:
         self.every = every
         self.manifest = manifest
         self.generation = manifest.generation if manifest is not None else 0
-        self.saved: Boundary | None = Boundary.from_json(manifest.state) if manifest and manifest.files else None
+        self.saved: Any = self._saved(manifest)
         self._last = time.monotonic()
         self._lock_fd: int | None = None
         self._resumed = False
@@ -183,9 +188,17 @@ class Checkpointer:
 
     # -- the directory -------------------------------------------------------------------------
 
+    @staticmethod
+    def _saved(manifest: Manifest | None) -> Any:
+        """The level the resumed checkpoint holds (with ``depth`` and ``distinct``), or None."""
+        return Boundary.from_json(manifest.state) if manifest and manifest.files else None
+
     def __enter__(self) -> "Checkpointer":
-        os.makedirs(self.directory, exist_ok=True)
-        fd = os.open(os.path.join(self.directory, LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            os.makedirs(self.directory, exist_ok=True)
+            fd = os.open(os.path.join(self.directory, LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise UsageError(f"--checkpoint {self.directory}: cannot write it: {exc.strerror or exc}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -241,7 +254,7 @@ class Checkpointer:
         files.extend(frontier_files)
         state = boundary.to_json()
         state["columns"] = [c.dtype.str for c in columns]
-        self._commit(Manifest(engine=ENGINE, spec=self.spec, runtime=runtime_identity(), options=self.options,
+        self._commit(Manifest(engine=self.engine, spec=self.spec, runtime=runtime_identity(), options=self.options,
                               generation=gen, level=boundary.depth, files=tuple(files), state=state))
         self.saved = boundary
         self._last = time.monotonic()
@@ -252,7 +265,7 @@ class Checkpointer:
     def finish(self, result: CheckResult) -> None:
         """Record a run that ended (ok, violation, or a bound): --resume reports it again."""
         gen = self.next_generation()
-        self._commit(Manifest(engine=ENGINE, spec=self.spec, runtime=runtime_identity(), options=self.options,
+        self._commit(Manifest(engine=self.engine, spec=self.spec, runtime=runtime_identity(), options=self.options,
                               generation=gen, level=result.depth, finished=finished_doc(result)))
         self.saved = None
 
@@ -261,7 +274,7 @@ class Checkpointer:
         self.manifest = manifest
         keep = {f.name for f in manifest.files}
         for name in os.listdir(self.directory):
-            if _DATA_FILE.match(name) and name not in keep:
+            if self.data_files.match(name) and name not in keep:
                 try:
                     os.unlink(os.path.join(self.directory, name))
                 except OSError:

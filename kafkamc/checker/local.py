@@ -1,8 +1,11 @@
 """The embedded breadth-first engine: one process, one fingerprint set, one queue (TLC's design).
 
 Per distinct state it keeps only a fingerprint, the index of its parent and the successor index
-that reached it; states themselves live only in the current and the next frontier. Levels are
-explored in order and, inside a level, states in discovery order.
+that reached it, in numpy (``fptable``, ``lineage``: 22 to 32 bytes a state); states themselves
+live only in the current and the next frontier, which go to disk past a memory budget
+(``frontier``). Levels are explored in order and, inside a level, states in discovery order, a
+batch of ``CHUNK`` states at a time: their successors' fingerprints are looked up in the table
+together, and every decision is then taken in the order of the one-by-one search.
 
 The rule every engine follows on a violation: the level in which it is found is completed (so the
 statistics count whole levels and do not depend on how a level is split across workers), then the
@@ -38,7 +41,10 @@ from kafkamc.errors import KafkamcError, MalformedSpec, SpecRaised, UsageError
 from kafkamc.invariants.api import Property, fails
 from kafkamc.spec.api import Spec, format_label, malformed_successors
 
-__all__ = ["explore", "state_key_function", "gc_paused", "first_violation", "recorded", "tally", "CHUNK"]
+__all__ = [
+    "explore", "state_key_function", "gc_paused", "first_violation", "violated_action_property", "recorded", "tally",
+    "insert_initial", "CHUNK",
+]
 
 Progress = Callable[[LevelStats], None]
 
@@ -84,6 +90,18 @@ def first_violation(p: Any, state: Any, invs: Sequence[tuple[str, Callable[..., 
     return None
 
 
+def violated_action_property(p: Any, aprops: Sequence[tuple[str, Callable[..., Any]]], s: Any, aname: str,
+                             label: Any, t: Any) -> str | None:
+    """The first action property (name, fn) that the transition ``s --label--> t`` of action
+    ``aname`` violates; one that returns anything but a bool is reported as such."""
+    flabel = format_label(aname, label)
+    for pname, pfn in aprops:
+        r = pfn(p, s, flabel, t)
+        if r is not True and fails(r, f"action property {pname} ({flabel})", s):
+            return pname
+    return None
+
+
 def _culprit(spec: Spec, state: Any, exc: BaseException) -> SpecRaised:
     """Find which action raised on ``state`` by re-running each (they are pure) in order; an
     action that yields something other than ``(label, next_state)`` pairs is named as malformed."""
@@ -114,6 +132,19 @@ def recorded(table: FingerprintTable, lineage: Lineage, idx: int, last: int | No
         return fp == last
 
     return expected
+
+
+def insert_initial(spec: Spec, inits: list[Any], key: Callable[[Any], int], fpr: Fingerprinter,
+                   table: FingerprintTable) -> list[int]:
+    """Insert the initial states' fingerprints; the positions in ``inits`` of the new ones, in order
+    (an initial state's successor index is its position: at most MAX_SUCCESSORS of them)."""
+    if len(inits) > MAX_SUCCESSORS:
+        raise UsageError(f"spec {spec.name}: {len(inits)} initial states; at most {MAX_SUCCESSORS} are supported")
+    keys = []
+    for s in inits:
+        fpr.check(s)
+        keys.append(key(s))
+    return np.flatnonzero(table.insert(np.array(keys, dtype=np.int64))).tolist()
 
 
 def tally(p: Any, actions: Sequence[tuple[int, str, Callable[..., Any]]], constraint: Callable[..., bool] | None,
@@ -255,14 +286,8 @@ def _explore(
             new=max(0, n - level_start - len(frontier)),
         )
 
-    if len(inits) > MAX_SUCCESSORS:
-        raise UsageError(f"spec {spec.name}: {len(inits)} initial states; at most {MAX_SUCCESSORS} are supported")
     resumed = checkpoint.resume() if checkpoint is not None else None
-    ikeys = []
-    for s in inits if resumed is None else ():
-        fpr.check(s)
-        ikeys.append(key(s))
-    for i in np.flatnonzero(table.insert(np.array(ikeys, dtype=np.int64))).tolist():
+    for i in insert_initial(spec, inits if resumed is None else [], key, fpr, table):
         if max_states is not None and n >= max_states:
             reason = "max-states"
             return result(INCOMPLETE)
@@ -326,12 +351,9 @@ def _explore(
                                     fpr.check(t)
                                 k = key(t)
                                 if aprops and aprop is None and found is None:
-                                    flabel = format_label(aname, label)
-                                    for pname, pfn in aprops:
-                                        r = pfn(p, s, flabel, t)
-                                        if r is not True and fails(r, f"action property {pname} ({flabel})", s):
-                                            aprop = (len(keys), pname, lineage.path(base + pos) + [i], (base + pos, k))
-                                            break
+                                    pname = violated_action_property(p, aprops, s, aname, label, t)
+                                    if pname is not None:
+                                        aprop = (len(keys), pname, lineage.path(base + pos) + [i], (base + pos, k))
                                 kapp(k)
                                 capp(t)
                                 aapp(ai)

@@ -32,7 +32,8 @@ from kafkamc.checker.fingerprint import Fingerprinter
 from kafkamc.checker.fptable import FingerprintTable
 from kafkamc.checker.lineage import MAX_SUCCESSORS, Lineage
 from kafkamc.checker.local import (
-    Progress, _classify, explore, first_violation, gc_paused, recorded, state_key_function, tally,
+    Progress, _classify, explore, first_violation, gc_paused, insert_initial, recorded, state_key_function, tally,
+    violated_action_property,
 )
 from kafkamc.checker.manifest import FileEntry
 from kafkamc.checker.resources import die_with_parent
@@ -40,8 +41,8 @@ from kafkamc.checker.watch import PROGRESS_EVERY, Watch, stop_reason
 from kafkamc.result import DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult, LevelStats, coverage_of
 from kafkamc.counterexamples.checked import checked_replay
 from kafkamc.errors import KafkamcError, SpecError, SpecRaised, UsageError
-from kafkamc.invariants.api import Property, fails
-from kafkamc.spec.api import Spec, format_label
+from kafkamc.invariants.api import Property
+from kafkamc.spec.api import Spec
 
 __all__ = ["explore_multicore", "available_cores", "FORK_THRESHOLD"]
 
@@ -129,12 +130,9 @@ class _Segment:
                             fpr.check(t)
                         k = key(t)
                         if aprops and aprop_found is None:
-                            flabel = format_label(aname, label)
-                            for pname, pfn in aprops:
-                                r = pfn(p, s, flabel, t)
-                                if r is not True and fails(r, f"action property {pname} ({flabel})", s):
-                                    aprop_found = (pos, i, pname, k)
-                                    break
+                            pname = violated_action_property(p, aprops, s, aname, label, t)
+                            if pname is not None:
+                                aprop_found = (pos, i, pname, k)
                         if k not in local:
                             local[k] = len(cand)
                             keys.append(k)
@@ -506,14 +504,8 @@ def _explore_multicore(
     cov_new = [0] * len(names)
     frontier: list[Any] = []
     level_start = 0
-    if len(inits) > MAX_SUCCESSORS:
-        raise UsageError(f"spec {spec.name}: {len(inits)} initial states; at most {MAX_SUCCESSORS} are supported")
     resumed = checkpoint.resume() if checkpoint is not None else None
-    ikeys = []
-    for s in inits if resumed is None else ():
-        fpr.check(s)
-        ikeys.append(key(s))
-    for i in np.flatnonzero(table.insert(np.array(ikeys, dtype=np.int64))).tolist():
+    for i in insert_initial(spec, inits if resumed is None else [], key, fpr, table):
         if max_states is not None and n >= max_states:
             reason = "max-states"
             break

@@ -62,8 +62,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from kafkamc.checker import spark_checkpoint
 from kafkamc.checker.fingerprint import Fingerprinter, _validate_stable
 from kafkamc.checker.local import _classify, first_violation, state_key_function
+from kafkamc.checker.manifest import FileEntry
 from kafkamc.checker.spark_stop import JobStop
 from kafkamc.checker.watch import stop_reason
 from kafkamc.result import (
@@ -293,6 +295,10 @@ class _Job:
         self.state_type = state_type
         self.plain_ok = plain_ok
         self.validate = 0  # how many new states each merge task deep-checks against annotations
+        # --checkpoint: the directory every executor sees, where each level's blocks are files
+        # (spark_checkpoint), and the level the merge tasks of the running job write.
+        self.root: str | None = None
+        self.level = 0
 
     def codec(self) -> _Codec:
         codec = _codec(self.state_type)
@@ -350,7 +356,7 @@ def _chain(digest: int, fingerprint: int) -> int:
     return hash((digest, fingerprint))
 
 
-def _init_block(job: _Job, index: int, it: Any) -> Any:
+def _init_block(job: _Job, acc: Any, index: int, it: Any) -> Any:
     """Partition ``index`` of level 1 from the driver's initial states (already checked)."""
     keys: list[np.ndarray] = []
     entries: list = []
@@ -361,7 +367,23 @@ def _init_block(job: _Job, index: int, it: Any) -> Any:
         entries.extend((path, sb, -1, _chain(0, k)) for path, sb, k in zip(paths, states, ks.tolist()))
     v = np.sort(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.int64)
     entries.sort()
-    return iter([(v, _pack_frontier(entries), len(entries))])
+    return _store(job, acc, index, (v, _pack_frontier(entries), len(entries)), {})
+
+
+def _store(job: _Job, acc: Any, index: int, block: tuple, stats: dict) -> Any:
+    """The block a task made: kept in Spark's cache, or with --checkpoint written to a file
+    (whose name the driver learns through the statistics) and read back by the next level."""
+    if job.root is not None:
+        stats["block"] = spark_checkpoint.write_block(job.root, job.level, index, *block)  # name, SHA-256, size
+    acc.add({("m", index): stats})
+    return iter([] if job.root is not None else [block])
+
+
+def _read_block(job: _Job, files: Sequence[tuple[str, str]], index: int, it: Any) -> Any:
+    """Partition ``index`` of a level recorded with --checkpoint, from its file (name, SHA-256)."""
+    for _ in it:
+        pass
+    return iter([spark_checkpoint.read_block(job.root, *files[index])])
 
 
 def _pack_frontier(entries: list) -> bytes:
@@ -472,11 +494,13 @@ def _expand_body(job: _Job, acc: Any, index: int, it: Any) -> Any:
 
 
 def _merge(job: _Job, acc: Any, index: int, it: Any) -> Any:
-    return _without_gc(_merge_body, job, acc, index, it)
+    block, stats = _without_gc(_merge_body, job, index, it)
+    return _store(job, acc, index, block, stats)
 
 
-def _merge_body(job: _Job, acc: Any, index: int, it: Any) -> Any:
-    """Stage 2: the cached block ``index`` plus the batches shuffled to it; yields the next block."""
+def _merge_body(job: _Job, index: int, it: Any) -> tuple[tuple, dict]:
+    """Stage 2: the cached block ``index`` plus the batches shuffled to it; the next block and
+    the task's statistics."""
     started = time.perf_counter()
     visited = None
     keys: list[np.ndarray] = []
@@ -549,13 +573,12 @@ def _merge_body(job: _Job, acc: Any, index: int, it: Any) -> Any:
         inv_fp = next((k, chains[n]) for k, n in best.items() if paths[n] == inv_bad[0])
     # The columns _pack_frontier writes, without building a tuple per state.
     packed = marshal.dumps(tuple([col[n] for n in order] for col in (paths, states, acts, chains)), 4)
-    acc.add({("m", index): {
+    return (visited, packed, len(order)), {
         "new": len(order), "invariant": inv_bad, "error": inv_err, "invalid": invalid, "invariant_fp": inv_fp,
         "distinct_by_action": dist,
         "first_new": first_new, "visited": int(visited.size), "frontier_bytes": len(packed),
         "seconds": time.perf_counter() - started, "rss_kb": _rss_kb(),
-    }})
-    return iter([(visited, packed, len(order))])
+    }
 
 
 def _first_paths(job: _Job, limit: int, it: Any) -> Any:
@@ -832,8 +855,15 @@ def explore_spark(
     symmetry: bool = False,
     deadlock: bool = False,
     progress: Progress | None = None,
+    checkpoint: spark_checkpoint.SparkCheckpointer | None = None,
 ) -> CheckResult:
-    """Explore ``spec`` breadth-first on Spark; the same result as ``kafkamc.checker.local.explore``."""
+    """Explore ``spec`` breadth-first on Spark; the same result as ``kafkamc.checker.local.explore``.
+
+    ``checkpoint``: reliable checkpoints in a directory every executor sees (``spark_checkpoint``;
+    the caller holds it open and has refused a checkpoint of another run): each level's blocks are
+    files there, the driver's state is recorded after each level, and a checkpoint being resumed
+    goes on from its last recorded level.
+    """
     if partitions is not None and (isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1):
         raise UsageError(f"--partitions {partitions!r} is not allowed; allowed: a positive integer")
     for name, bound in (("max_depth", max_depth), ("max_states", max_states)):
@@ -842,6 +872,15 @@ def explore_spark(
     props = tuple(spec.default_properties() if properties is None else properties)
     invs = [(pr.name, pr.fn) for pr in props if pr.kind == "invariant"]
     aprops = [(pr.name, pr.fn) for pr in props if pr.kind == "action"]
+    resumed = resumed_files = None
+    if checkpoint is not None:
+        back = checkpoint.resumed_level()
+        if back is not None:
+            resumed, resumed_files = back
+            if partitions is not None and partitions != resumed.partitions:
+                raise UsageError(f"--partitions {partitions}: the checkpoint in {checkpoint.directory} has "
+                                 f"{resumed.partitions} partitions; allowed: {resumed.partitions}, or no --partitions")
+            partitions = resumed.partitions
     p = spec.p
     started = time.perf_counter()
     extra: dict[str, Any] = {"levels": []}
@@ -901,7 +940,7 @@ def explore_spark(
             name = first_violation(p, s, invs)
             if name is not None:
                 bad = (name, [i], k)
-    if progress:
+    if progress and resumed is None:
         progress(LevelStats(1, len(seen), state["generated"], len(init_entries), time.perf_counter() - started))
     if bad is not None:
         return result(VIOLATION, bad[0], bad[1], last_fp=(bad[2], _chain(0, bad[2])))
@@ -911,6 +950,13 @@ def explore_spark(
     plain_ok = codec.plain and all(type(s) is state_type and codec.round_trips(s) for _, _, s in init_entries)
     if not plain_ok:
         codec = _Codec(object)
+    if resumed is not None:
+        if resumed.plain_codec != plain_ok:
+            raise UsageError(f"--resume {checkpoint.directory}: the checkpoint's states were encoded otherwise "
+                             "than this spec's are now; allowed: the spec it was written with")
+        state.update(distinct=resumed.distinct, generated=resumed.generated, depth=resumed.depth,
+                     coverage=tuple(list(c) for c in resumed.coverage))
+        extra["levels"] = [dict(lv) for lv in resumed.levels]
 
     t0 = time.perf_counter()
     stop = JobStop()
@@ -924,7 +970,7 @@ def explore_spark(
             partitions=partitions, max_depth=max_depth, max_states=max_states, symmetry=symmetry,
             deadlock=deadlock, progress=progress, started=started,
             state_type=state_type, fpr=fpr, plain_ok=plain_ok,
-            stop=stop,
+            stop=stop, checkpoint=checkpoint, resumed=resumed, resumed_files=resumed_files,
         )
     finally:
         stop.disarm()
@@ -944,7 +990,9 @@ def _run(sc: Any, spec: Spec, props: Sequence[Property], invs: list, aprops: lis
          codec: _Codec, state: dict, result: Callable[..., CheckResult], extra: dict, blocks_made: list, *,
          partitions: int | None, max_depth: int | None, max_states: int | None, symmetry: bool,
          deadlock: bool, progress: Progress | None, started: float, plain_ok: bool, state_type: type,
-         fpr: Fingerprinter, stop: JobStop | None = None) -> CheckResult:
+         fpr: Fingerprinter, stop: JobStop | None = None,
+         checkpoint: spark_checkpoint.SparkCheckpointer | None = None,
+         resumed: spark_checkpoint.LevelState | None = None, resumed_files: list | None = None) -> CheckResult:
     from pyspark import RDD, StorageLevel
     from pyspark.serializers import BatchedSerializer, CPickleSerializer
 
@@ -955,6 +1003,7 @@ def _run(sc: Any, spec: Spec, props: Sequence[Property], invs: list, aprops: lis
     extra["ship_seconds"] = time.perf_counter() - t0
     job = _Job(spec, props, symmetry=symmetry, deadlock=deadlock, partitions=P, state_type=state_type,
                plain_ok=plain_ok)
+    root = job.root = None if checkpoint is None else checkpoint.root()
     mask = (1 << 64) - 1
     per_owner: list[tuple[list[int], list[bytes], list[bytes]]] = [([], [], []) for _ in range(P)]
     for k, path, s in init_entries:
@@ -981,28 +1030,67 @@ def _run(sc: Any, spec: Spec, props: Sequence[Property], invs: list, aprops: lis
         except Exception as exc:
             if stop is not None:
                 stop.check()  # a job cancelled on Ctrl-C/SIGTERM fails: that is the stop, not an error
+            hint = ""
+            if root is None and "CHECKPOINT_RDD_BLOCK_ID_NOT_FOUND" in str(exc):
+                hint = ("; an executor was lost with blocks of the visited set, which local checkpoints cannot "
+                        "recompute: run with --checkpoint DIR, on a filesystem every executor sees, to survive it")
+            elif checkpoint is not None and checkpoint.saved is not None:
+                hint = (f"; {checkpoint.directory} holds level {checkpoint.saved.depth}: continue with "
+                        f"kafkamc check --resume {checkpoint.directory}")
             raise EngineError(
-                f"the Spark job failed: {_summary(exc)} (KAFKAMC_SPARK_VERBOSE=1 shows Spark's log)"
+                f"the Spark job failed: {_summary(exc)}{hint} (KAFKAMC_SPARK_VERBOSE=1 shows Spark's log)"
             ) from None
 
-    blocks = sc.parallelize(payloads, P).partitionBy(P, _owner).mapPartitionsWithIndex(
-        partial(_init_block, job), preservesPartitioning=True)
-    blocks.persist(storage)
-    blocks_made.append(blocks)
+    slots = None  # with --checkpoint: one empty element per partition, placed by _owner
+
+    def reader(files: Sequence[Any]) -> Any:
+        """The blocks of a level read from their files, partitioned as the shuffles are."""
+        nonlocal slots
+        if slots is None:
+            slots = sc.parallelize([(j, b"") for j in range(P)], P).partitionBy(P, _owner)
+            slots.persist(storage)
+            blocks_made.append(slots)
+        rdd = slots.mapPartitionsWithIndex(partial(_read_block, job, [(f.name, f.sha256) for f in files]),
+                                           preservesPartitioning=True)
+        rdd.persist(storage)
+        blocks_made.append(rdd)
+        return rdd
+
+    def record(at: int, files: Sequence[Any], frontier: int) -> None:
+        """The driver's state after level ``at`` (complete, its blocks written)."""
+        checkpoint.record(spark_checkpoint.LevelState(
+            level=at, partitions=P, distinct=state["distinct"], generated=state["generated"],
+            depth=state["depth"], frontier=frontier, coverage=tuple(tuple(c) for c in state["coverage"]),
+            plain_codec=plain_ok, levels=tuple(extra["levels"])), files)
+
     t0 = time.perf_counter()
-    try:
-        materialise(blocks)
-    except KeyboardInterrupt as exc:
-        return result(INCOMPLETE, reason=stop_reason(exc))
+    if resumed is not None:
+        level, frontier = resumed.level, resumed.frontier
+        blocks = reader(resumed_files)
+    else:
+        level, frontier = 0, len(init_entries)
+        acc = sc.accumulator({}, _StatsParam())
+        blocks = sc.parallelize(payloads, P).partitionBy(P, _owner).mapPartitionsWithIndex(
+            partial(_init_block, job, acc), preservesPartitioning=True)
+        if root is None:
+            blocks.persist(storage)
+            blocks_made.append(blocks)
+        try:
+            materialise(blocks)
+        except KeyboardInterrupt as exc:
+            return result(INCOMPLETE, reason=stop_reason(exc))
+        if root is not None:
+            files = _blocks(acc.value, P)
+            record(0, files, frontier)
+            blocks = reader(files)
     extra["first_job_seconds"] = time.perf_counter() - t0
-    frontier = len(init_entries)
-    level = 0
     try:
         while frontier:
             level_started = time.perf_counter()
             depth = state["depth"]
             last_level = max_depth is not None and depth >= max_depth
             job.validate = max(0, Fingerprinter.VALIDATE_FIRST - state["distinct"]) if fpr.fast else 0
+            job.level = level + 1  # the level the merge tasks write with --checkpoint
             acc = sc.accumulator({}, _StatsParam())
             expanded = blocks.mapPartitionsWithIndex(partial(_expand, job, acc))
             shuffled = expanded.partitionBy(P, _owner)
@@ -1010,12 +1098,14 @@ def _run(sc: Any, spec: Spec, props: Sequence[Property], invs: list, aprops: lis
             if union.getNumPartitions() != P:
                 raise EngineError("internal: the cached blocks and the shuffle are not co-partitioned")
             nxt = union.mapPartitionsWithIndex(partial(_merge, job, acc), preservesPartitioning=True)
-            nxt.persist(storage)
-            blocks_made.append(nxt)
             level += 1
-            if level % CHECKPOINT_EVERY == 0:
-                nxt.localCheckpoint()
+            if root is None:
+                nxt.persist(storage)
+                blocks_made.append(nxt)
+                if level % CHECKPOINT_EVERY == 0:
+                    nxt.localCheckpoint()
             materialise(nxt)
+            storage_used = _storage_used(sc)
             stats = acc.value
             xs = [stats.get(("x", i)) for i in range(P)]
             ms = [stats.get(("m", j)) for j in range(P)]
@@ -1036,6 +1126,9 @@ def _run(sc: Any, spec: Spec, props: Sequence[Property], invs: list, aprops: lis
                 cut_k, reason = 0, "max-depth"
             elif max_states is not None and state["distinct"] + new_total > max_states:
                 cut_k, reason = max_states - state["distinct"], "max-states"
+            if root is not None:
+                files = _blocks(stats, P)
+                nxt = reader(files)
             if cut_k is not None:
                 firsts = spark_job(nxt.mapPartitions(partial(_first_paths, job, cut_k + 1)).collect)
                 admitted = sorted(entry for part in firsts for entry in part)
@@ -1081,13 +1174,17 @@ def _run(sc: Any, spec: Spec, props: Sequence[Property], invs: list, aprops: lis
                 "expand_seconds": max(x["seconds"] for x in xs), "merge_seconds": max(m["seconds"] for m in ms),
                 "visited_max_partition": max(m["visited"] for m in ms),
                 "frontier_bytes": sum(m["frontier_bytes"] for m in ms),
+                "storage_used_bytes": storage_used,
+                "checkpoint_bytes": 0 if root is None else sum(f.size for f in files),
             })
+            if root is not None and found is None:
+                record(level, files, new_total)
             if progress:
                 progress(LevelStats(state["depth"], state["distinct"], state["generated"], new_total, seconds))
             blocks.unpersist()
             blocks_made.remove(blocks)
             blocks = nxt
-            if level % CHECKPOINT_EVERY == 0:
+            if root is None and level % CHECKPOINT_EVERY == 0:
                 # The levels before the checkpoint are unreachable now; a driver GC lets Spark's
                 # ContextCleaner delete their shuffle files on the executors.
                 try:
@@ -1105,6 +1202,22 @@ def _run(sc: Any, spec: Spec, props: Sequence[Property], invs: list, aprops: lis
         return result(INCOMPLETE, reason=stop_reason(exc))
     _finish(extra, sources, executor_rss)
     return result(OK)
+
+
+def _blocks(stats: dict, partitions: int) -> list[FileEntry]:
+    """The file each merge (or initial) task wrote with --checkpoint, from the task statistics."""
+    blocks = [stats.get(("m", j), {}).get("block") for j in range(partitions)]
+    if any(b is None for b in blocks):
+        raise EngineError("internal: a task's checkpoint block is missing from its statistics")
+    return [FileEntry(*b) for b in blocks]
+
+
+def _storage_used(sc: Any) -> int:
+    """Bytes of the cached RDD blocks (in memory or spilled to disk) over every executor, or -1."""
+    try:
+        return sum(int(info.memSize()) + int(info.diskSize()) for info in sc._jsc.sc().getRDDStorageInfo())
+    except Exception:
+        return -1
 
 
 def _finish(extra: dict, sources: set, executor_rss: int) -> None:

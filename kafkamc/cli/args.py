@@ -78,7 +78,8 @@ def add_check_arguments(chk: argparse.ArgumentParser) -> None:
                      help="with -l: assume ACTION strongly fair (SF) (repeatable)")
     chk.add_argument("--no-fairness", action="store_true",
                      help="with -l: drop the spec's declared fairness (--fair and --strong-fair still add)")
-    chk.add_argument("--engine", default="local", choices=ENGINES, help="exploration engine (default: local)")
+    # None until the command resolves it: local, or with --resume the engine that wrote the checkpoint.
+    chk.add_argument("--engine", default=None, choices=ENGINES, help="exploration engine (default: local)")
     chk.add_argument("--master", default=None, help="Spark master URL (engine spark; default local[*])")
     chk.add_argument("--partitions", type=_positive, default=None, help="Spark partitions P (engine spark)")
     chk.add_argument("--workers", type=_positive, default=None, metavar="N",

@@ -53,8 +53,19 @@ def _cmd_bmc(args: argparse.Namespace) -> int:
     else:
         print(printable_lines(render_summary(result)))
         if result.trace is None:
-            print(f"no violation within {args.depth} steps (bounded: deeper states were not explored)")
+            print(printable_lines(_bounded(result, args.depth)))
         else:
             print()
             print(printable_lines(render_trace(result)))
     return EXIT_FOR_RESULT[result.result]
+
+
+def _bounded(result: Any, asked: int) -> str:
+    """What an incomplete bmc run establishes: no violation within the depth it finished."""
+    done = result.extra.get("bmc_depth", -1)
+    if done == asked:
+        return f"no violation within {done} steps (bounded: deeper states were not explored)"
+    why = result.extra.get("limit") or result.reason
+    if done < 0:
+        return f"stopped before checking the initial states ({why})"
+    return f"no violation within {done} steps; stopped at depth {done + 1} of {asked} ({why})"

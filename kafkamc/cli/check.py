@@ -7,6 +7,7 @@ import dataclasses
 import json
 import os
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +100,7 @@ def run_check(args: argparse.Namespace, spec_ref: str) -> CheckResult:
         )
     show_progress = args.progress or (sys.stderr.isatty() and not args.json)
     progress = print_progress if show_progress else None
+    engine: Any
     if args.engine == "spark":
         explore_spark = spark_engine()
         if args.workers is not None:
@@ -109,33 +111,32 @@ def run_check(args: argparse.Namespace, spec_ref: str) -> CheckResult:
         for flag, given in frontier_flags(args):
             if given is not None:
                 raise UsageError(f"{flag} applies only to --engine local; Spark keeps the frontier on its executors")
-        return explore_spark(
-            spec, props, master=args.master, partitions=args.partitions, max_depth=args.max_depth,
-            max_states=args.max_states, symmetry=args.symmetry, deadlock=args.deadlock, progress=progress,
-        )
-    if args.master is not None or args.partitions is not None:
-        raise UsageError("--master and --partitions apply only to --engine spark")
-    from kafkamc.checker.multicore import available_cores, explore_multicore
+        engine = partial(explore_spark, spec, props, master=args.master, partitions=args.partitions)
+    else:
+        if args.master is not None or args.partitions is not None:
+            raise UsageError("--master and --partitions apply only to --engine spark")
+        from kafkamc.checker.multicore import available_cores, explore_multicore
 
-    frontier_given = [flag for flag, given in frontier_flags(args) if given is not None]
-    # The frontier goes to disk in the single-process engine: asking for it without --workers
-    # picks that engine; with several workers each keeps its slice of the frontier in memory.
-    workers = args.workers if args.workers is not None else 1 if frontier_given else available_cores()
-    if workers > 1 and frontier_given:
-        raise UsageError(f"{frontier_given[0]} applies to the single-process engine, whose frontier can go to "
-                         f"disk; allowed with it: --workers 1 (or no --workers)")
-    budget, where = frontier_options(args)
-    engine = dict(workers=workers, max_depth=args.max_depth, max_states=args.max_states, symmetry=args.symmetry,
-                  deadlock=args.deadlock, progress=progress, max_memory=memory_limit(args),
-                  frontier_memory=budget, frontier_dir=where)
+        frontier_given = [flag for flag, given in frontier_flags(args) if given is not None]
+        # The frontier goes to disk in the single-process engine: asking for it without --workers
+        # picks that engine; with several workers each keeps its slice of the frontier in memory.
+        workers = args.workers if args.workers is not None else 1 if frontier_given else available_cores()
+        if workers > 1 and frontier_given:
+            raise UsageError(f"{frontier_given[0]} applies to the single-process engine, whose frontier can go to "
+                             f"disk; allowed with it: --workers 1 (or no --workers)")
+        budget, where = frontier_options(args)
+        engine = partial(explore_multicore, spec, props, workers=workers, max_memory=memory_limit(args),
+                         frontier_memory=budget, frontier_dir=where)
+    engine = partial(engine, max_depth=args.max_depth, max_states=args.max_states, symmetry=args.symmetry,
+                     deadlock=args.deadlock, progress=progress)
     if getattr(args, "checkpoint", None) is None:
-        return explore_multicore(spec, props, **engine)
+        return engine()
     manifest = getattr(args, "resume_manifest", None)
     with checkpointer(args, spec, props, manifest) as ckpt:
         if manifest is not None and manifest.finished is not None:
             result = finished_result(spec, props, manifest, args.deadlock, args.symmetry)
         else:
-            result = explore_multicore(spec, props, checkpoint=ckpt, **engine)
+            result = engine(checkpoint=ckpt)
             if result.reason not in RESUMABLE:
                 ckpt.finish(result)
     return dataclasses.replace(result, extra={**result.extra, "checkpoint": ckpt})

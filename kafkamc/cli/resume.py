@@ -27,6 +27,7 @@ from kafkamc.terminal import printable
 __all__ = ["add_checkpoint_arguments", "prepare_resume", "checkpointer", "finished_result", "report_checkpoint",
            "checkpoint_json", "RESUMABLE"]
 
+SPARK = "spark"
 # The stops after which a checkpoint is continued rather than reported again.
 RESUMABLE = ("interrupted", "terminated", "max-memory")
 # Options that do not change results: free to differ on --resume.
@@ -58,6 +59,7 @@ def add_checkpoint_arguments(chk: argparse.ArgumentParser) -> None:
 def prepare_resume(args: argparse.Namespace) -> Manifest | None:
     """Before anything runs: refuse what cannot be checkpointed; on --resume, fill ``args`` from
     the checkpoint after checking that what the command line says agrees with it."""
+    explicit, args.engine = args.engine, args.engine or ENGINE
     directory = args.resume or args.checkpoint
     if directory is None:
         if args.checkpoint_every is not None:
@@ -71,20 +73,30 @@ def prepare_resume(args: argparse.Namespace) -> Manifest | None:
         if given:
             raise UsageError(f"{flag} is not checkpointed; allowed with --checkpoint/--resume: invariant and action "
                              "property checks (-i) on the local engine")
-    if args.engine != ENGINE:
-        raise UsageError(f"--checkpoint/--resume apply to --engine {ENGINE} only")
     if args.resume is None:
+        _refuse_every(args, args.engine)
         check_output_dir(args.checkpoint, "--checkpoint")
         return None
     if args.checkpoint is not None and os.path.abspath(args.checkpoint) != os.path.abspath(args.resume):
         raise UsageError("--resume DIR goes on writing its checkpoints in DIR; allowed: --checkpoint omitted or the "
                          "same directory")
     manifest = read_manifest(args.resume)
-    if manifest.engine != ENGINE:
+    if manifest.engine not in (ENGINE, SPARK):
         raise UsageError(f"--resume {args.resume}: a checkpoint of the {manifest.engine} engine; allowed here: one of "
-                         f"the {ENGINE} engine")
+                         f"the {ENGINE} or {SPARK} engine")
+    if explicit not in (None, manifest.engine):
+        raise UsageError(f"--resume {args.resume}: a checkpoint of the {manifest.engine} engine, which goes on with "
+                         f"it; allowed: --engine {manifest.engine}, or no --engine")
+    _refuse_every(args, manifest.engine)
+    args.engine = manifest.engine
     _adopt(args, manifest)
     return manifest
+
+
+def _refuse_every(args: argparse.Namespace, engine: str) -> None:
+    if engine == SPARK and args.checkpoint_every is not None:
+        raise UsageError("--checkpoint-every applies only to --engine local; the Spark engine records every level "
+                         "(its blocks are files in the checkpoint anyway)")
 
 
 def _adopt(args: argparse.Namespace, m: Manifest) -> None:
@@ -142,7 +154,10 @@ def checkpointer(args: argparse.Namespace, spec: Spec, props: Sequence[Property]
     if manifest is not None:
         refuse_other_run(manifest, identity, options, args.resume)
     every = 10.0 if args.checkpoint_every is None else args.checkpoint_every
-    return Checkpointer(args.checkpoint, identity, options, every * 60.0, manifest)
+    cls = Checkpointer
+    if args.engine == SPARK:
+        from kafkamc.checker.spark_checkpoint import SparkCheckpointer as cls  # needs numpy: the spark extra
+    return cls(args.checkpoint, identity, options, every * 60.0, manifest)
 
 
 def finished_result(spec: Spec, props: Sequence[Property], manifest: Manifest, deadlock: bool,
@@ -155,7 +170,7 @@ def finished_result(spec: Spec, props: Sequence[Property], manifest: Manifest, d
         trace = checked_replay(spec, f["path"], f["violated"], props)
     coverage = None if f.get("coverage") is None else tuple(ActionCoverage(*row) for row in f["coverage"])
     return CheckResult(
-        spec=spec.name, params=spec.p.as_dict(), engine=ENGINE, result=f["result"],
+        spec=spec.name, params=spec.p.as_dict(), engine=manifest.engine, result=f["result"],
         invariants=tuple(pr.name for pr in props) + ((DEADLOCK,) if deadlock else ()), violated=f["violated"],
         distinct_states=f["distinct_states"], states_generated=f["states_generated"], depth=f["depth"],
         seconds=f["seconds"], trace=trace, reason=f["reason"], symmetry=symmetry, coverage=coverage,

@@ -1,41 +1,47 @@
 """``bmc``: symbolic bounded model checking with the spec's own functions run on Z3 terms.
 
-The states at steps 0..K are K+1 copies of symbolic variables. A state's *shape* is its structure
-with every int and bool leaf abstracted (tuple lengths, record types, concrete strings and other
-non-numeric leaves kept): shapes are discovered from the initial states and from the successors of
-each shape. For each shape, each action is executed once, symbolically, on a template state of
-fresh variables; its successors (path condition, successor) form that shape's transition relation,
-which every step reuses by substituting the step's variables. Likewise the invariants and the
-spec's constraint become one formula per shape. So the number of symbolic paths grows with the
-number of shapes, not with the depth: step k is the disjunction, over the shapes possible at k, of
-their transition relations.
+A state's *shape* is its structure with every int and bool leaf abstracted (tuple lengths, record
+types, concrete strings, sets and other non-numeric leaves kept). At each depth k, every shape a
+state reachable in k steps can have gets a **box** (``bounds``): an interval per leaf containing
+every value the leaf takes in such states, computed from the initial states (depth 0) and from the
+successors of the previous depth's boxes; it is an over-approximation, never an assumption. A
+shape with its box is an *entry*: a template state of fresh variables constrained to the box, on
+which each action runs once, symbolically; its paths (path condition, successor) are the entry's
+transition relation, and the invariants and the spec's constraint become formulas over it. An entry
+recurs at every depth with the same box, so the work grows with the number of shapes and boxes,
+not with the number of states.
 
-The search goes depth by depth (0, 1, ..., K) on one incremental solver: the first depth where a
-state violating an invariant is reachable gives a shortest counterexample, as breadth-first
-``check`` finds. The model's states are then found again concretely: the initial state among the
-spec's initial states, each step among the concrete successors of the previous state, and the path
-is replayed (``kafkamc trace replay`` reproduces it); any disagreement is a ``SoundnessError``.
+The unrolling is exact: step k -> k+1 is the disjunction, over the entries of depth k, of their
+transition relations, and every state reachable in k steps lies in its entry's box, so a path of
+the formula is a path of the spec and every path of the spec of at most k steps is one of the
+formula. Depth by depth (0, 1, ..., K) on one incremental solver, the first depth where a state
+violating an invariant is reachable gives a shortest counterexample, as breadth-first ``check``
+finds one; "none up to K" is a statement about every path of at most K steps. The model's states
+are then found again concretely (the initial state among the spec's initial states, each step among
+the concrete successors of the previous state) and the path is replayed, so ``kafkamc trace replay``
+reproduces it; any disagreement is a ``SoundnessError``.
 
-When the spec declares a domain (``domain(p)``), the templates assume it (a symbolic index then has
-finitely many values) and each depth first asks whether a reachable state leaves it: if one does,
-that is an error, never an assumption.
+A spec function that raises on some state of a box (a box also holds unreachable states) is not an
+error by itself: its path condition is recorded and each depth asks whether a reachable state meets
+it; if one does, that is the spec's error, reported concretely as ``check`` reports it (exit 3).
+A spec's ``domain(p)`` is not used: the boxes bound what it would.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, Sequence
 
 import z3
 
 from kafkamc.checker.symbolic import Budget, Explorer, PathLimit, SolverUnknown, SymBool, SymInt, concretize, guarded
-from kafkamc.checker.symbolic.state import member
-from kafkamc.checker.symbolic.values import as_arith, as_bool, fast_not
+from kafkamc.checker.symbolic.context import current
+from kafkamc.checker.symbolic.values import as_arith, fast_and, fast_not, fast_or
+from kafkamc.checker.watch import stop_reason
 from kafkamc.counterexamples.trace import replay
-from kafkamc.errors import SoundnessError, SymbolicUnsupported, UsageError
+from kafkamc.errors import KafkamcError, SoundnessError, SpecRaised, SymbolicUnsupported, UsageError
 from kafkamc.invariants.api import Property
 from kafkamc.result import INCOMPLETE, VIOLATION, CheckResult
 from kafkamc.spec.api import Spec
@@ -43,25 +49,23 @@ from kafkamc.spec.api import Spec
 __all__ = ["bmc", "DEFAULT_MAX_PATHS"]
 
 DEFAULT_MAX_PATHS = 2_000_000
-
-
-class BmcLimit(Exception):
-    """The time or path limit was reached: the run is incomplete below the asked depth."""
+# Most valuations of a shape's ints run one by one when the spec's code needs concrete ints.
+_MAX_VALUATIONS = 256
 
 
 # -- shapes ------------------------------------------------------------------------------------------
 
 
 def _skeleton(v: Any) -> Any:
-    """The structure of ``v`` with int and bool leaves abstracted (hashable)."""
-    if isinstance(v, SymBool) or isinstance(v, bool):
-        return ("B",)
-    if isinstance(v, SymInt):
-        return ("I", v.enum)
-    if isinstance(v, IntEnum):
-        return ("I", type(v))
-    if isinstance(v, int):
-        return ("I", None)
+    """The structure of ``v`` with its int leaves abstracted (hashable). Bools and IntEnum members
+    are kept: they steer the spec's branches, and a symbolic one would fork every path that reads
+    it, so a successor holding a symbolic bool is split by its values first (``_split``)."""
+    if isinstance(v, (bool, IntEnum)):
+        return ("K", type(v), v)
+    if isinstance(v, SymBool) or (isinstance(v, SymInt) and v.enum is not None):
+        raise SoundnessError("bmc: a symbolic bool or enum left in a successor's shape")
+    if isinstance(v, (SymInt, int)):
+        return ("I",)
     if isinstance(v, tuple):
         return ("T", tuple(_skeleton(x) for x in v))
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
@@ -78,30 +82,30 @@ def _skeleton(v: Any) -> Any:
     return ("C", v)
 
 
-def _template(skel: Any, name: str, facts: list[z3.BoolRef], leaves: list[z3.ExprRef]) -> Any:
+def _template(skel: Any, name: str, leaves: list[z3.ExprRef], fixed: dict[str, int] | None = None) -> Any:
+    """A state of shape ``skel`` with a fresh variable per int leaf (appended to ``leaves``); a
+    leaf in ``fixed`` (by name) is that concrete int instead."""
     kind = skel[0]
-    if kind == "B":
-        b = z3.Bool(f"{name}")
-        leaves.append(b)
-        return SymBool(b)
     if kind == "I":
-        i = z3.Int(f"{name}")
+        i = z3.Int(name)
         leaves.append(i)
-        if skel[1] is not None:
-            facts.append(z3.Or([i == int(m) for m in skel[1]]))
-        return SymInt(i, skel[1])
+        if fixed is not None and name in fixed:
+            return fixed[name]
+        return SymInt(i)
     if kind == "T":
-        return tuple(_template(s, f"{name}[{k}]", facts, leaves) for k, s in enumerate(skel[1]))
+        return tuple(_template(s, f"{name}[{k}]", leaves, fixed) for k, s in enumerate(skel[1]))
     if kind == "R":
-        return skel[1](**{f: _template(s, f"{name}.{f}", facts, leaves) for f, s in skel[2]})
+        return skel[1](**{f: _template(s, f"{name}.{f}", leaves, fixed) for f, s in skel[2]})
+    if kind == "K":
+        return skel[2]
     return skel[1]
 
 
 def _leaf_terms(v: Any, out: list[z3.ExprRef]) -> None:
-    """The leaves of ``v`` as Z3 terms, in ``_template``'s order."""
-    if isinstance(v, (SymBool, bool)):
-        out.append(as_bool(v))
-    elif isinstance(v, (SymInt, int)):
+    """The int leaves of ``v`` as Z3 terms, in ``_template``'s order."""
+    if isinstance(v, (bool, IntEnum, SymBool)):
+        return
+    if isinstance(v, (SymInt, int)):
         out.append(as_arith(v))
     elif isinstance(v, tuple):
         for x in v:
@@ -112,132 +116,345 @@ def _leaf_terms(v: Any, out: list[z3.ExprRef]) -> None:
                 _leaf_terms(getattr(v, f.name), out)
 
 
-@dataclass(slots=True)
-class _Shape:
-    index: int
-    skel: Any
-    leaves: list[z3.ExprRef]  # the template's variables
-    facts: z3.BoolRef  # enum ranges and the domain, over the template
-    props: list[z3.BoolRef]  # each property's formula over the template, in order
-    expand: z3.BoolRef  # the constraint (True without one)
-    template: Any  # the symbolic state of fresh variables the formulas speak of
-    succs: list[tuple[z3.BoolRef, int, list[z3.ExprRef]]] | None = None  # (condition, shape, leaves)
-    step: tuple[z3.BoolRef, tuple[int, ...]] | None = None  # transition formula, target shapes
+def _leaf_values(v: Any, out: list[int]) -> None:
+    """The int leaves of a concrete state, in ``_template``'s order."""
+    if isinstance(v, (bool, IntEnum)):
+        return
+    if isinstance(v, int):
+        out.append(int(v))
+    elif isinstance(v, tuple):
+        for x in v:
+            _leaf_values(x, out)
+    elif dataclasses.is_dataclass(v) and not isinstance(v, type):
+        for f in dataclasses.fields(v):
+            if f.init:
+                _leaf_values(getattr(v, f.name), out)
+
+
+def _symbolic_bools(v: Any, out: list[SymBool]) -> None:
+    if isinstance(v, SymBool):
+        out.append(v)
+    elif isinstance(v, tuple):
+        for x in v:
+            _symbolic_bools(x, out)
+    elif dataclasses.is_dataclass(v) and not isinstance(v, type):
+        for f in dataclasses.fields(v):
+            if f.init:
+                _symbolic_bools(getattr(v, f.name), out)
+
+
+def _fix_bools(v: Any, values: dict[int, bool]) -> Any:
+    """``v`` with each symbolic bool replaced by ``values[id(it)]``."""
+    if isinstance(v, SymBool):
+        return values[id(v)]
+    if isinstance(v, tuple):
+        return tuple(_fix_bools(x, values) for x in v)
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        fields = [f for f in dataclasses.fields(v) if f.init]
+        return type(v)(**{f.name: _fix_bools(getattr(v, f.name), values) for f in fields})
+    return v
+
+
+def _split(solver: z3.Solver, pc: z3.BoolRef, post: Any) -> list[tuple[z3.BoolRef, Any]]:
+    """The successor ``post`` (reached under ``pc``) once per feasible value of its symbolic bools,
+    each with the condition of that value: every result has a concrete shape."""
+    bools: list[SymBool] = []
+    _symbolic_bools(post, bools)
+    if not bools:
+        return [(pc, post)]
+    out = []
+    solver.push()
+    try:
+        solver.add(pc)
+        while True:
+            verdict = solver.check()
+            if verdict == z3.unknown:
+                raise SolverUnknown(solver.reason_unknown())
+            if verdict == z3.unsat:
+                break
+            model = solver.model()
+            values = [z3.is_true(model.eval(b.z, model_completion=True)) for b in bools]
+            chosen = [b.z if v else z3.Not(b.z) for b, v in zip(bools, values)]
+            out.append((fast_and([pc] + chosen), _fix_bools(post, {id(b): v for b, v in zip(bools, values)})))
+            solver.add(z3.Not(z3.And(chosen)))
+    finally:
+        solver.pop()
+    return out
+
+
+class _Witnessed(Explorer):
+    """The explorer, with the states the solver already produced in this context kept as
+    witnesses: a branch that one of them takes is feasible without asking the solver again (each
+    question is a bounded model checking query on the whole unrolling). A witness is a model of
+    every assertion below the path, so it proves feasibility exactly; when none fits, the solver
+    is asked as usual."""
+
+    _POOL = 64  # witnesses kept per context (the latest)
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.pool: list[Any] = []
+
+    def _check(self, *extra: z3.BoolRef) -> Any:
+        cond = fast_and([self.path_condition(), *extra])
+        for model in reversed(self.pool):
+            if z3.is_true(model.eval(cond, model_completion=True)):
+                return model
+        model = super()._check(*extra)
+        if model is not None:
+            self.pool.append(model)
+            del self.pool[:-self._POOL]
+        return model
 
 
 class _Unroller:
+    """The unrolling on one incremental solver: a copy of each shape's variables per depth, the
+    shape of the state at each depth (``sel[k]``), and each depth's transition relation, made by
+    running the actions on depth k's variables in the context of the unrolling itself."""
+
     def __init__(self, spec: Spec, props: Sequence[Property], budget: Budget) -> None:
         self.spec, self.props, self.budget = spec, tuple(props), budget
-        cls = type(spec)
-        self.dom = cls.domain(spec.p) if cls.domain is not None else None
         self.solver = z3.Solver()
-        self.ex = Explorer(self.solver, None, budget, formatting_allowed=True)
-        self.shapes: list[_Shape] = []
+        self.ex = _Witnessed(self.solver, None, budget, formatting_allowed=True)
+        self.skels: list[Any] = []
         self.by_skel: dict[Any, int] = {}
+        # layers[k][shape] = (template, leaves): the state at depth k when sel[k] == shape
+        self.layers: list[dict[int, tuple[Any, list[z3.ExprRef]]]] = []
+        self.sel: list[z3.ArithRef] = []
+        self.action_paths: dict[str, int] = {}  # paths explored per action, for the statistics
+        self.transitions = 0  # (depth, shape, path) successors in the unrolling
 
     def shape(self, skel: Any) -> int:
         known = self.by_skel.get(skel)
-        if known is not None:
-            return known
-        index = len(self.shapes)
-        facts: list[z3.BoolRef] = []
-        leaves: list[z3.ExprRef] = []
-        tmpl = _template(skel, f"x{index}", facts, leaves)
-        if self.dom is not None:
-            facts.append(member(self.dom, tmpl))
-        solver, ex, p = self.solver, self.ex, self.spec.p
+        if known is None:
+            known = len(self.skels)
+            self.skels.append(skel)
+            self.by_skel[skel] = known
+        return known
+
+    def add_layer(self, shapes: Sequence[int]) -> None:
+        k = len(self.layers)
+        layer = {}
+        for shape in sorted(shapes):
+            leaves: list[z3.ExprRef] = []
+            layer[shape] = (_template(self.skels[shape], f"s{k}.{shape}", leaves), leaves)
+        self.layers.append(layer)
+        self.sel.append(z3.Int(f"shape{k}"))
+
+    def solve(self, formula: z3.BoolRef) -> Any:
+        """A model of the unrolling so far and ``formula``, or None."""
+        solver = self.solver
+        solver.set("timeout", self.budget.remaining_ms())
         solver.push()
         try:
-            solver.add(facts)
-            ex.model = ex.model_of(z3.BoolVal(True))
-            if ex.model is None:
-                # No state of this shape is in the domain: it is reported as leaving the domain.
-                props, expand = [z3.BoolVal(True)] * len(self.props), z3.BoolVal(False)
-            else:
-                ex.rebase()
-                with guarded():
-                    props = [ex.formula(pr.fn, p, tmpl) for pr in self.props]
-                    cons = type(self.spec).constraint
-                    expand = ex.formula(cons, p, tmpl) if cons is not None else z3.BoolVal(True)
+            solver.add(formula)
+            verdict = solver.check()
+            if verdict == z3.unknown:
+                raise SolverUnknown(solver.reason_unknown())
+            return solver.model() if verdict == z3.sat else None
         finally:
             solver.pop()
-        made = _Shape(index, skel, leaves, z3.And(facts) if facts else z3.BoolVal(True), props, expand, tmpl)
-        self.shapes.append(made)
-        self.by_skel[skel] = index
-        return index
 
-    def successors(self, index: int) -> list[tuple[z3.BoolRef, int, list[z3.ExprRef]]]:
-        sh = self.shapes[index]
-        if sh.succs is not None:
-            return sh.succs
-        tmpl = sh.template
-        solver, ex, p = self.solver, self.ex, self.spec.p
-        found: list[tuple[z3.BoolRef, Any]] = []
-        solver.push()
+    def within(self, k: int, shape: int, extra: z3.BoolRef | None = None) -> bool:
+        """Push ``sel[k] == shape`` (and ``extra``) and make it the explorer's base; False (and
+        nothing pushed) when no state reachable in k steps has that shape."""
+        self.solver.push()
+        self.solver.add(self.sel[k] == shape)
+        if extra is not None:
+            self.solver.add(extra)
+        self.ex.pool = []
+        self.ex.fatal = None  # a refusal in an earlier context is not this one's
+        self.ex.model = self.ex.model_of(z3.BoolVal(True))
+        if self.ex.model is None:
+            self.solver.pop()
+            return False
+        self.ex.rebase()
+        return True
+
+    def specialize(self, k: int) -> None:
+        """Depth k's templates with every int that has one value in all states of that shape
+        reachable in k steps made that concrete int, so the spec's code does not fork on it.
+        Found by elimination: a model proposes values, and a model differing from them in some
+        leaves rules those leaves out, until no reachable state differs in the rest (unsat)."""
+        layer = self.layers[k]
+        for shape, (_tmpl, leaves) in list(layer.items()):
+            model = self.solve(self.sel[k] == shape)
+            if model is None or not leaves:
+                continue
+            values = {i: model.eval(leaf, model_completion=True) for i, leaf in enumerate(leaves)}
+            while values:
+                other = self.solve(z3.And(self.sel[k] == shape,
+                                          fast_or([leaves[i] != v for i, v in values.items()])))
+                if other is None:
+                    break
+                values = {i: v for i, v in values.items()
+                          if z3.is_true(other.eval(leaves[i] == v, model_completion=True))}
+            fixed = {str(leaves[i]): v.as_long() for i, v in values.items()}
+            again: list[z3.ExprRef] = []
+            layer[shape] = (_template(self.skels[shape], f"s{k}.{shape}", again, fixed), leaves)
+
+    def formulas(self, k: int) -> dict[int, tuple[list[z3.BoolRef], z3.BoolRef, z3.BoolRef]]:
+        """Per shape reachable at depth k: each property's formula, the constraint's, and where
+        one of them raised, over depth k's variables."""
+        out = {}
+        p = self.spec.p
+        cons = type(self.spec).constraint
+        for shape, (tmpl, _leaves) in self.layers[k].items():
+            if not self.within(k, shape):
+                continue
+            raised: list[z3.BoolRef] = []
+            try:
+                with guarded():
+                    props = [self.ex.formula(_catching(pr.fn, raised), p, tmpl) for pr in self.props]
+                    expand = (self.ex.formula(_catching(cons, raised), p, tmpl) if cons is not None
+                              else z3.BoolVal(True))
+            finally:
+                self.solver.pop()
+            out[shape] = (props, expand, fast_or(raised))
+        return out
+
+    def successors(self, k: int, shape: int, expand: z3.BoolRef) -> tuple[list[tuple[z3.BoolRef, Any]], list[z3.BoolRef]]:
+        """Every action's paths on depth k's state of ``shape``, pruned by the unrolling: the
+        paths of the states reachable in k steps that the constraint expands; and where one raised.
+
+        Code that needs a concrete int (a set of ids, a dict key) is refused on symbolic ones; the
+        shape is then run once per valuation of its ints among those states, if there are at most
+        ``_MAX_VALUATIONS`` (each is exact: the valuation is a conjunct of its paths); otherwise,
+        or when a valuation is refused too (a global read), the refusal stands."""
+        tmpl, leaves = self.layers[k][shape]
         try:
-            solver.add(sh.facts)
-            ex.model = ex.model_of(z3.BoolVal(True))
-            if ex.model is not None:
-                ex.rebase()
-                for act in type(self.spec).actions():
-                    def body(act=act) -> None:
+            return self._explore(k, shape, expand, tmpl)
+        except SymbolicUnsupported as refused:
+            found: list[tuple[z3.BoolRef, Any]] = []
+            raised: list[z3.BoolRef] = []
+            for values in self._valuations(k, shape, expand, leaves, refused):
+                at = fast_and([leaf == v for leaf, v in zip(leaves, values)])
+                fixed = {str(leaf): v for leaf, v in zip(leaves, values)}
+                concrete = _template(self.skels[shape], f"s{k}.{shape}", [], fixed)
+                more, why = self._explore(k, shape, fast_and([expand, at]), concrete)
+                found.extend((fast_and([at, pc]), post) for pc, post in more)
+                raised.extend(fast_and([at, c]) for c in why)
+            return found, raised
+
+    def _valuations(self, k: int, shape: int, expand: z3.BoolRef, leaves: list[z3.ExprRef],
+                    refused: SymbolicUnsupported) -> list[list[int]]:
+        """Every valuation of ``leaves`` in the states of ``shape`` reachable in k steps that the
+        constraint expands (at most ``_MAX_VALUATIONS``, else ``refused`` is raised)."""
+        out: list[list[int]] = []
+        block: list[z3.BoolRef] = []
+        while True:
+            model = self.solve(fast_and([self.sel[k] == shape, expand] + block))
+            if model is None:
+                return out
+            values = [model.eval(leaf, model_completion=True).as_long() for leaf in leaves]
+            out.append(values)
+            if len(out) > _MAX_VALUATIONS or not leaves:
+                if leaves:
+                    raise refused
+                return out
+            block.append(fast_or([leaf != v for leaf, v in zip(leaves, values)]))
+
+    def _explore(self, k: int, shape: int, expand: z3.BoolRef, tmpl: Any) -> tuple[list[tuple[z3.BoolRef, Any]], list[z3.BoolRef]]:
+        ex, p = self.ex, self.spec.p
+        found: list[tuple[z3.BoolRef, Any]] = []
+        raised: list[z3.BoolRef] = []
+        if not self.within(k, shape, expand):
+            return found, raised
+        try:
+            for act in type(self.spec).actions():
+                def body(act: Any = act) -> None:
+                    try:
                         for _label, post in act.fn(p, tmpl):
                             if ex.fresh():
                                 found.append((ex.path_condition(), post))
-                    try:
-                        with guarded():
-                            for _ in ex.paths(body):
-                                pass
-                    except SymbolicUnsupported as exc:
-                        raise SymbolicUnsupported(f"{act.name}: {exc}") from None
+                    except KafkamcError:
+                        raise
+                    except Exception:
+                        # The path is feasible in the unrolling: a reachable state raises here,
+                        # which is found again concretely and reported as check reports it.
+                        if ex.fatal is not None:
+                            raise ex.fatal from None
+                        raised.append(ex.path_condition())
+                before = self.budget.paths
+                try:
+                    with guarded():
+                        for _ in ex.paths(body):
+                            pass
+                except SymbolicUnsupported as exc:
+                    raise SymbolicUnsupported(f"{act.name}: {exc}") from None
+                finally:
+                    self.action_paths[act.name] = self.action_paths.get(act.name, 0) + self.budget.paths - before
+            split = [pair for pc, post in found for pair in _split(self.solver, pc, post)]
         finally:
-            solver.pop()
-        succs = []
-        for pc, post in found:
-            target = self.shape(_skeleton(post))
-            terms: list[z3.ExprRef] = []
-            _leaf_terms(post, terms)
-            succs.append((pc, target, terms))
-        sh.succs = succs
-        return succs
+            self.solver.pop()
+        return split, raised
+
+    def step(self, k: int, formulas: dict[int, tuple[list[z3.BoolRef], z3.BoolRef, z3.BoolRef]]) -> Any:
+        """Add the transition k -> k+1 and the layer k+1; a model if an action raised on a
+        reachable state (None otherwise)."""
+        moves_of: dict[int, list[tuple[z3.BoolRef, int, list[z3.ExprRef]]]] = {}
+        raised_at: list[z3.BoolRef] = []
+        targets: set[int] = set()
+        for shape, (_props, expand, _raised) in formulas.items():
+            succs, raised = self.successors(k, shape, expand)
+            if raised:
+                raised_at.append(z3.And(self.sel[k] == shape, expand, fast_or(raised)))
+            moves = []
+            for pc, post in succs:
+                target = self.shape(_skeleton(post))
+                targets.add(target)
+                terms: list[z3.ExprRef] = []
+                _leaf_terms(post, terms)
+                moves.append((pc, target, terms))
+            moves_of[shape] = moves
+        if raised_at:
+            model = self.solve(fast_or(raised_at))
+            if model is not None:
+                return model
+        self.add_layer(sorted(targets))
+        nxt = self.layers[k + 1]
+        steps = []
+        for shape, moves in moves_of.items():
+            expand = formulas[shape][1]
+            options = [fast_and([pc, self.sel[k + 1] == t] + [v == term for v, term in zip(nxt[t][1], terms)])
+                       for pc, t, terms in moves]
+            self.transitions += len(options)
+            steps.append(fast_and([self.sel[k] == shape, expand, fast_or(options)]))
+        self.solver.add(fast_or(steps))
+        return None
+
+    def states(self, model: Any, k: int) -> list[Any]:
+        out = []
+        for j in range(k + 1):
+            shape = model.eval(self.sel[j], model_completion=True).as_long()
+            out.append(concretize(self.layers[j][shape][0], model))
+        return out
 
 
-def _step(un: _Unroller, index: int) -> tuple[z3.BoolRef, tuple[int, ...]]:
-    """Shape ``index``'s transition relation as one formula over its template (the pre-state),
-    ``_NEXT_SEL`` and each target shape's ``_next_vars`` (the post-state), built once: a step
-    substitutes it in one call."""
-    sh = un.shapes[index]
-    if sh.step is not None:
-        return sh.step
-    moves = []
-    targets: list[int] = []
-    for pc, target, terms in un.successors(index):
-        if target not in targets:
-            targets.append(target)
-        dst = _next_vars(un, target)
-        moves.append(z3.And([pc, _NEXT_SEL == target] + [d == t for d, t in zip(dst, terms)]))
-    sh.step = (z3.And(sh.facts, sh.expand, z3.Or(moves)), tuple(targets))
-    return sh.step
+def _catching(fn: Any, raised: list[z3.BoolRef]) -> Any:
+    """``fn`` as a predicate whose exceptions on a symbolic state are recorded (the path's
+    condition) instead of stopping the exploration; the caller asks whether a reachable state
+    meets one."""
 
+    def run(*args: Any) -> Any:
+        try:
+            return fn(*args)
+        except KafkamcError:
+            raise
+        except Exception:
+            ex = current()
+            if ex.fatal is not None:
+                raise ex.fatal from None
+            raised.append(ex.path_condition())
+            return True
 
-_NEXT_SEL = z3.Int("next.shape")
-
-
-def _next_vars(un: _Unroller, index: int) -> list[z3.ExprRef]:
-    sh = un.shapes[index]
-    return [z3.Const(f"next{index}.{i}", leaf.sort()) for i, leaf in enumerate(sh.leaves)]
-
-
-def _subst(formula: z3.ExprRef, sh: _Shape, vars_: list[z3.ExprRef]) -> z3.ExprRef:
-    if not sh.leaves:
-        return formula
-    return z3.substitute(formula, *zip(sh.leaves, vars_))
+    return run
 
 
 def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: float = 3600.0,
-        max_paths: int = DEFAULT_MAX_PATHS) -> CheckResult:
+        max_paths: int = DEFAULT_MAX_PATHS, progress: Any = None) -> CheckResult:
     """A shortest violation of ``invariants`` within ``depth`` steps, or an incomplete result
-    (reason ``max-depth``) saying none exists up to ``depth``."""
+    (reason ``max-depth``, or why it stopped earlier) saying none exists up to the depth reached."""
     props = tuple(invariants)
     if not props:
         raise UsageError("bmc needs at least one invariant (-i NAME)")
@@ -251,120 +468,91 @@ def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: floa
     z3.set_param("sat.random_seed", 0)
     budget = Budget(deadline=time.monotonic() + timeout, max_paths=max_paths)
     un = _Unroller(spec, props, budget)
-    main = z3.Solver()
-    # vars_[k][shape] = that shape's variables at step k
-    step_vars: list[dict[int, list[z3.ExprRef]]] = []
-    sel: list[z3.ArithRef] = []
-
-    def vars_at(k: int, index: int) -> list[z3.ExprRef]:
-        got = step_vars[k].get(index)
-        if got is None:
-            sh = un.shapes[index]
-            got = [z3.Const(f"s{k}.{index}.{i}", leaf.sort()) for i, leaf in enumerate(sh.leaves)]
-            step_vars[k][index] = got
-        return got
-
-    def solve(formula: z3.BoolRef) -> Any:
-        main.set("timeout", budget.remaining_ms())
-        main.push()
-        try:
-            main.add(formula)
-            verdict = main.check()
-            return main.model() if verdict == z3.sat else (None if verdict == z3.unsat else verdict)
-        finally:
-            main.pop()
-
-    reached = 0
+    reached = -1
     try:
         inits = spec.initial()
-        step_vars.append({})
-        sel.append(z3.Int("shape0"))
+        shapes = [un.shape(_skeleton(state)) for state in inits]
+        un.add_layer(sorted(set(shapes)))
         options = []
-        for state in inits:
-            index = un.shape(_skeleton(state))
+        for state, shape in zip(inits, shapes):
             terms: list[z3.ExprRef] = []
             _leaf_terms(state, terms)
-            vs = vars_at(0, index)
-            options.append(z3.And([sel[0] == index] + [v == t for v, t in zip(vs, terms)]))
-        main.add(z3.Or(options))
+            options.append(fast_and([un.sel[0] == shape] + [v == t for v, t in zip(un.layers[0][shape][1], terms)]))
+        un.solver.add(fast_or(options))
         for k in range(depth + 1):
-            present = sorted(step_vars[k])
-            if un.dom is not None:
-                outside = z3.Or([z3.And(sel[k] == i, z3.Not(_subst(un.shapes[i].facts, un.shapes[i], vars_at(k, i))))
-                                 for i in present])
-                model = solve(outside)
-                if isinstance(model, z3.CheckSatResult):
-                    raise SolverUnknown(main.reason_unknown())
+            un.specialize(k)
+            formulas = un.formulas(k)
+            raised = [z3.And(un.sel[k] == shape, r) for shape, (_p, _e, r) in formulas.items() if not z3.is_false(r)]
+            if raised:
+                model = un.solve(fast_or(raised))
                 if model is not None:
-                    state = _state(un, model, k, sel, vars_at)
-                    raise SymbolicUnsupported(
-                        f"bmc: a state reachable in {k} steps is outside spec {spec.name}'s domain(p): {state!r}")
-            bad = z3.Or([z3.And(sel[k] == i, _subst(z3.And(un.shapes[i].facts, fast_not(z3.And(un.shapes[i].props))),
-                                                    un.shapes[i], vars_at(k, i)))
-                         for i in present])
-            model = solve(bad)
-            if isinstance(model, z3.CheckSatResult):
-                raise SolverUnknown(main.reason_unknown())
+                    _raised(spec, props, un.states(model, k), actions=False)
+            bad = fast_or([z3.And(un.sel[k] == shape, fast_not(fast_and(ps)))
+                           for shape, (ps, _e, _r) in formulas.items()])
+            model = un.solve(bad)
             if model is not None:
-                states = [_state(un, model, j, sel, vars_at) for j in range(k + 1)]
-                return _confirmed(spec, props, states, started, depth, un)
+                return _confirmed(spec, props, un.states(model, k), started, depth, un)
             reached = k
+            if progress is not None:
+                progress(k, len(formulas), un)
             if k == depth:
                 break
-            # The step k -> k + 1: some shape's transition relation, from a state the constraint expands.
-            step_vars.append({})
-            sel.append(z3.Int(f"shape{k + 1}"))
-            steps = []
-            for i in present:
-                sh = un.shapes[i]
-                formula, targets = _step(un, i)
-                pairs = list(zip(sh.leaves, vars_at(k, i))) + [(_NEXT_SEL, sel[k + 1])]
-                for t in targets:
-                    pairs.extend(zip(_next_vars(un, t), vars_at(k + 1, t)))
-                steps.append(z3.And(sel[k] == i, z3.substitute(formula, *pairs)))
-            main.add(z3.Or(steps))
+            model = un.step(k, formulas)
+            if model is not None:
+                _raised(spec, props, un.states(model, k), actions=True)
     except (SolverUnknown, PathLimit) as exc:
-        return _incomplete(spec, props, started, reached, f"{exc}", un)
-    return _incomplete(spec, props, started, reached, None, un)
+        return _incomplete(spec, props, started, reached, "max-depth", f"{exc}", un)
+    except KeyboardInterrupt as exc:
+        return _incomplete(spec, props, started, reached, stop_reason(exc), None, un)
+    return _incomplete(spec, props, started, reached, "max-depth", None, un)
 
 
-def _state(un: _Unroller, model: Any, k: int, sel: list[z3.ArithRef], vars_at: Any) -> Any:
-    index = model.eval(sel[k], model_completion=True).as_long()
-    sh = un.shapes[index]
-    return concretize(sh.template, _Renamed(model, sh.leaves, vars_at(k, index)))
-
-
-class _Renamed:
-    """A model read through the template's variables: ``eval(x)`` is the model's value of step k's copy."""
-
-    def __init__(self, model: Any, leaves: list[z3.ExprRef], copies: list[z3.ExprRef]) -> None:
-        self.model = model
-        self.pairs = list(zip(leaves, copies))
-
-    def eval(self, term: z3.ExprRef, model_completion: bool = False) -> Any:
-        return self.model.eval(z3.substitute(term, *self.pairs) if self.pairs else term,
-                               model_completion=model_completion)
+def _raised(spec: Spec, props: tuple[Property, ...], states: list[Any], *, actions: bool) -> None:
+    """A reachable state on which a spec function raised symbolically: found again concretely and
+    reported as ``check`` reports it (exit 3), or a disagreement."""
+    _concrete_path(spec, states)
+    last = states[-1]
+    p = spec.p
+    for pr in props:
+        try:
+            pr.fn(p, last)
+        except Exception as exc:
+            raise SpecRaised(f"invariant {pr.name}", last, exc) from exc
+    cons = type(spec).constraint
+    if cons is not None:
+        try:
+            cons(p, last)
+        except Exception as exc:
+            raise SpecRaised("constraint", last, exc) from exc
+    if actions:
+        for act in type(spec).actions():
+            try:
+                list(act.fn(p, last))
+            except Exception as exc:
+                raise SpecRaised(f"action {act.name}", last, exc) from exc
+    raise SoundnessError(f"bmc: a spec function raised on a symbolic state that runs concretely: {last!r}")
 
 
 def _stats(un: _Unroller) -> dict[str, Any]:
-    return {"checker": "bmc", "shapes": len(un.shapes), "paths": un.budget.paths,
+    return {"checker": "bmc", "shapes": len(un.skels), "transitions": un.transitions, "paths": un.budget.paths,
             "solver_checks": un.budget.checks}
 
 
-def _incomplete(spec: Spec, props: tuple[Property, ...], started: float, reached: int, why: str | None,
-                un: _Unroller) -> CheckResult:
+def _incomplete(spec: Spec, props: tuple[Property, ...], started: float, reached: int, reason: str,
+                why: str | None, un: _Unroller) -> CheckResult:
+    """None within ``reached`` steps (-1: not even the initial states were checked)."""
     extra = {**_stats(un), "bmc_depth": reached}
     if why is not None:
         extra["limit"] = why
     return CheckResult(
         spec=spec.name, params=spec.p.as_dict(), engine="bmc", result=INCOMPLETE,
         invariants=tuple(pr.name for pr in props), violated=None, distinct_states=0, states_generated=0,
-        depth=reached + 1, seconds=round(time.perf_counter() - started, 3), reason="max-depth", extra=extra)
+        depth=reached + 1, seconds=round(time.perf_counter() - started, 3), reason=reason, extra=extra)
 
 
-def _confirmed(spec: Spec, props: tuple[Property, ...], states: list[Any], started: float, depth: int,
-               un: _Unroller) -> CheckResult:
-    """Find the solver's states again concretely and replay them: never an unchecked trace."""
+def _concrete_path(spec: Spec, states: list[Any]) -> list[int]:
+    """The successor-index path of the solver's states, found again among the concrete initial
+    states and successors; a state that is not there is a disagreement, never printed."""
     inits = spec.initial()
     try:
         path = [inits.index(states[0])]
@@ -379,7 +567,13 @@ def _confirmed(spec: Spec, props: tuple[Property, ...], states: list[Any], start
         if post not in succ:
             raise SoundnessError(f"bmc: the solver's state {k + 1} is not a successor of state {k}: {post!r}")
         path.append(succ.index(post))
-    trace = replay(spec, path)
+    return path
+
+
+def _confirmed(spec: Spec, props: tuple[Property, ...], states: list[Any], started: float, depth: int,
+               un: _Unroller) -> CheckResult:
+    """Find the solver's states again concretely and replay them: never an unchecked trace."""
+    trace = replay(spec, _concrete_path(spec, states))
     if [st.state for st in trace.steps] != states:
         raise SoundnessError("bmc: the replayed trace differs from the solver's states")
     p = spec.p

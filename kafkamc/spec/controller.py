@@ -339,7 +339,7 @@ class Controller(Spec):
     # What goes wrong when a fix is missing (docs/controller.md). single-controller-per-epoch and
     # controller-epoch-monotonic are not defaults: no Kafka release breaks them (/controller_epoch
     # has always been written conditioned on the zkVersion read, two-step election included, and
-    # 2.8 M states without any fencing keep both); they stay properties of the spec and targets
+    # no variant of the model breaks them); they stay properties of the spec and targets
     # of its proof (kafkamc.toml), as facts the other properties rest on.
     default_invariants = (
         "no-stale-request-applied",

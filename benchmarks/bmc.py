@@ -1,0 +1,72 @@
+"""Times of ``kafkamc bmc`` against breadth-first ``check`` on the same configurations.
+
+    python benchmarks/bmc.py                 # every configuration below
+    python benchmarks/bmc.py controller-none --timeout 600
+
+Each engine runs in a fresh process (so its peak memory is its own) and prints one line: result,
+trace length, depth reached, CPU seconds, peak resident memory, and for bmc its shapes, symbolic
+paths and solver queries, for check its distinct states. Numbers depend on the load of the
+machine: the CPU column is the honest one on a shared host.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+
+from kafkamc.checker.local import explore
+from kafkamc.prover.bmc import bmc
+from kafkamc.spec.registry import build_spec
+
+# name: (spec, parameters, invariant, bmc depth)
+CONFIGS = {
+    "controller-none": ("controller", ["fencing=none"], "no-stale-request-applied", 7),
+    "controller-epoch-b2": ("controller", ["fencing=epoch", "brokers=2"], "zk-writes-fenced", 4),
+    "transactions-tv1": ("transactions", ["version=tv1"], "no-hanging-transaction", 7),
+    "group-raw": ("group", ["sticky_claims=raw"], "no-double-assignment", 13),
+    "replication-kip279": ("replication", ["replicas=3", "truncation=kip279"], "strong-isr", 10),
+}
+
+
+def _one(name: str, engine: str, timeout: float) -> dict:
+    ref, params, inv, depth = CONFIGS[name]
+    spec = build_spec(ref, params)
+    props = [spec.property_named(inv)]
+    started = time.process_time()
+    if engine == "bmc":
+        r = bmc(spec, props, depth, timeout=timeout)
+        extra = {k: r.extra.get(k) for k in ("shapes", "paths", "solver_checks", "bmc_depth")}
+    else:
+        r = explore(spec, props)
+        extra = {"distinct_states": r.distinct_states}
+    return {"result": r.result, "states": len(r.trace) if r.trace is not None else None,
+            "cpu": round(time.process_time() - started, 1),
+            "peak_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024), **extra}
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("names", nargs="*", choices=[*CONFIGS, []], help="configurations (default: all)")
+    ap.add_argument("--timeout", type=float, default=1800.0, help="bmc's time limit in seconds")
+    ap.add_argument("--engine", choices=("bmc", "check", "both"), default="both")
+    ap.add_argument("--one", nargs=2, metavar=("NAME", "ENGINE"), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.one:
+        print(json.dumps(_one(args.one[0], args.one[1], args.timeout)))
+        return 0
+    engines = ("check", "bmc") if args.engine == "both" else (args.engine,)
+    for name in args.names or CONFIGS:
+        for engine in engines:
+            out = subprocess.run([sys.executable, __file__, "--one", name, engine, "--timeout", str(args.timeout)],
+                                 capture_output=True, text=True)
+            line = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else out.stderr.strip()[-300:]
+            print(f"{name:22} {engine:6} {line}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
