@@ -259,9 +259,13 @@ def _id_templates(states: Sequence[Any], glob: list[tuple[str, str, Any]],
                 vals = _values(states, path, "e." + f.split(".", 1)[1])
                 if not vals or not vals <= set(range(n + 1)):
                     continue
+                # The range check first: the index is then taken only where it is an entity's id
+                # (an unbounded symbolic int, an epoch that happened to stay below n when
+                # mined, cannot be enumerated), and the candidate says the field is an id.
                 ref = f"{other}[{f} - 1]"
                 guard = "" if 0 not in vals else f"{f} == 0 or "
-                out += [f"all({guard}{a.format(x=ref)} for {var} in {path})" for a in oatoms if ovar]
+                out += [f"all({guard}(1 <= {f} <= {n} and {a.format(x=ref)}) for {var} in {path})"
+                        for a in oatoms if ovar]
     return out
 
 
