@@ -3,6 +3,7 @@ substituted must say exactly what the target says of the successor, inside the d
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from kafkamc.prover.query import Job, run_query, symbolic_params
 from kafkamc.prover.result import TYPE_OK
 from kafkamc.prover.skeleton import Skeletons, abstract
 from kafkamc.spec.api import action
-from kafkamc.spec.controller import Broker, Controller, ControllerState, Session
+from kafkamc.spec.controller import Controller, Session
 
 sys.path.insert(0, os.path.dirname(__file__))
 import provespecs as ps  # noqa: E402
@@ -135,16 +136,13 @@ def test_same_verdicts_and_counterexamples_with_and_without_skeletons(action, na
 
 def _elect_without_bump(p, s):
     """``elect`` broken: the new controller takes the current epoch instead of a new one."""
-    if s.controller != 0 or s.controller_epoch >= p.elections:
-        return
-    for i, b in enumerate(s.brokers, 1):
-        if b.up and b.session == Session.LIVE:
-            nb = Broker(True, Session.LIVE, i, s.controller_epoch, s.controller_epoch_zk_version,
-                        s.partition.leader_epoch, b.seen_controller_epoch, b.leader_epoch)
-            yield f"Elect(b{i}, epoch={s.controller_epoch})", ControllerState(
-                i, s.controller_epoch, s.controller_epoch_zk_version, s.partition,
-                s.brokers[:i - 1] + (nb,) + s.brokers[i:], s.in_flight, s.sent, s.expiries, s.crashes,
-                s.stale_applied, s.unfenced_write)
+    for label, t in Controller.elect(p, s):
+        i = t.controller
+        nb = dataclasses.replace(t.brokers[i - 1], epoch=s.controller_epoch,
+                                 epoch_zk_version=s.controller_epoch_zk_version)
+        yield label, dataclasses.replace(t, controller_epoch=s.controller_epoch,
+                                         controller_epoch_zk_version=s.controller_epoch_zk_version,
+                                         brokers=t.brokers[:i - 1] + (nb,) + t.brokers[i:])
 
 
 class ElectWithoutBump(Controller):

@@ -321,6 +321,18 @@ def test_lost_python_worker_is_an_engine_error(spark):
         explore_spark(Tiles(crash=True), [])
 
 
+def test_failed_job_with_checkpoint_says_how_to_resume(spark, tmp_path):
+    from kafkamc.checker.manifest import spec_identity
+    from kafkamc.checker.spark import explore_spark
+    from kafkamc.checker.spark_checkpoint import SparkCheckpointer
+
+    spec = Tiles(crash=True)
+    options = {"properties": [], "symmetry": False, "deadlock": False, "max_depth": None, "max_states": None}
+    with SparkCheckpointer(str(tmp_path), spec_identity(spec, "test_spark:Tiles"), options, 0.0) as ckpt:
+        with pytest.raises(EngineError, match=rf"; {tmp_path} holds level 4: continue with kafkamc check --resume "):
+            explore_spark(spec, [], checkpoint=ckpt)
+
+
 def test_bad_input_is_a_usage_error(spark):
     from kafkamc.checker.spark import explore_spark
 

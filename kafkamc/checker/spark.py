@@ -1034,6 +1034,9 @@ def _run(sc: Any, spec: Spec, props: Sequence[Property], invs: list, aprops: lis
             if root is None and "CHECKPOINT_RDD_BLOCK_ID_NOT_FOUND" in str(exc):
                 hint = ("; an executor was lost with blocks of the visited set, which local checkpoints cannot "
                         "recompute: run with --checkpoint DIR, on a filesystem every executor sees, to survive it")
+            elif checkpoint is not None and checkpoint.saved is not None:
+                hint = (f"; {checkpoint.directory} holds level {checkpoint.saved.depth}: continue with "
+                        f"kafkamc check --resume {checkpoint.directory}")
             raise EngineError(
                 f"the Spark job failed: {_summary(exc)}{hint} (KAFKAMC_SPARK_VERBOSE=1 shows Spark's log)"
             ) from None

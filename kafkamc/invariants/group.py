@@ -16,6 +16,8 @@ __all__ = [
     "stable_group_owns_every_partition",
     "committed_offsets_never_move_backwards",
     "no_reprocessing_of_committed_records",
+    "members_belong_to_consumers",
+    "member_ids_unique",
     "group_eventually_stable",
     "rebalance_in_progress",
     "group_settled",
@@ -23,6 +25,7 @@ __all__ = [
 
 _FENCED = 5  # ClientState.FENCED
 _CLIENT_STABLE = 4  # ClientState.STABLE
+_CLIENT_PREPARING = 1  # ClientState.PREPARING_REBALANCE
 _STABLE = 3  # GroupState.STABLE
 _PREPARING, _COMPLETING, _DEAD = 1, 2, 4  # GroupState.PREPARING_REBALANCE, COMPLETING_REBALANCE, DEAD
 
@@ -115,6 +118,56 @@ def stable_group_owns_every_partition(p, s) -> bool:
         return True
     owned = _owned_once_reconciled(s)
     return owned is None or len(owned) == p.partitions
+
+
+@invariant(
+    "members-belong-to-consumers",
+    "every member of the group is one consumer process's: the one whose JoinGroup is parked on it "
+    "(and which waits for the response), else the one holding its member id; no process has two members "
+    "and no other process holds its id",
+)
+def members_belong_to_consumers(p, s) -> bool:
+    """A member is created only by a JoinGroup without a member id (addMemberAndRebalance parks it
+    on the sending process) and a process drops its member id only when the member is gone
+    (LeaveGroup, UNKNOWN_MEMBER_ID), so the coordinator never holds more members than there are
+    consumer processes. An auxiliary invariant for ``kafkamc prove`` (docs/prove.md)."""
+    owners: list[int] = []
+    for m in s.members:
+        k = m.waiter
+        if k and s.clients[k - 1].state != _CLIENT_PREPARING:
+            return False
+        for j, c in enumerate(s.clients, 1):
+            if c.member_id == m.member_id:
+                if not k:
+                    k = j
+                elif j != k:
+                    return False  # another process holds the id of a member parked on k
+        if not k or k in owners:
+            return False
+        owners.append(k)
+    return True
+
+
+@invariant(
+    "member-ids-unique",
+    "the coordinator's members have distinct member ids (kept sorted), and no two consumer processes "
+    "without a group.instance.id hold the same member id",
+)
+def member_ids_unique(p, s) -> bool:
+    """Member ids are UUIDs handed out once (the model: the least id nothing mentions), so a member
+    id names one member and one dynamic consumer. Static members are left out: before KAFKA-8500
+    a restarted instance took over its predecessor's id. An auxiliary invariant for ``kafkamc prove``."""
+    members = s.members
+    for a, b in zip(members, members[1:]):
+        if not a.member_id < b.member_id:
+            return False
+    held: list[int] = []
+    for k, c in enumerate(s.clients, 1):
+        if c.member_id and not _instance(p, k):
+            if c.member_id in held:
+                return False
+            held.append(c.member_id)
+    return True
 
 
 @action_property(

@@ -18,6 +18,8 @@ __all__ = [
     "follower_matches_leader",
     "isr_can_recover",
     "visible_prefix_stable",
+    "leader_epochs_assigned",
+    "current_leader_isr_in_zookeeper",
 ]
 
 
@@ -223,5 +225,62 @@ def visible_prefix_stable(p, s) -> bool:
     if ld and not (down and ld in down):
         lst = rs[ld - 1]
         if lst[0] == ld and lst[1] == len(s.requests) - 1 and logs[ld - 1][: len(v)] != v:
+            return False
+    return True
+
+
+@invariant(
+    "leader-epochs-assigned",
+    "every leader epoch a replica acts on or a record carries was assigned by the controller, request e "
+    "carries epoch e, and a replica that presumes leadership in epoch e was named leader by request e",
+)
+def leader_epochs_assigned(p, s) -> bool:
+    """Leader epochs come only from the controller: each LeaderAndIsr request carries a fresh epoch
+    (its place in the request history), a replica takes its epoch from a request it accepted, and a
+    leader stamps its records with its own epoch (KIP-101's leader epoch in every batch). So no
+    replica, record or acknowledgement is ahead of the quorum's leader epoch, and a replica presumes
+    leadership in epoch e only as the leader request e named. The basis of leader-epoch fencing
+    (KIP-320); an auxiliary invariant for ``kafkamc prove``."""
+    requests = s.requests
+    top = len(requests) - 1
+    for e, req in enumerate(requests):
+        if req[1] != e:
+            return False
+    for i, st in enumerate(s.replica_state):
+        e = st[1]
+        if e > top:
+            return False
+        if st[0] == i + 1 and (e < 0 or requests[e][0] != i + 1):
+            return False
+    for log in s.logs:
+        for rec in log:
+            if rec[1] > top:
+                return False
+    return True
+
+
+@invariant(
+    "current-leader-isr-in-zookeeper",
+    "ZooKeeper's leader is the one the last LeaderAndIsr named, a replica that presumes leadership in "
+    "the current leader epoch is that leader and holds ZooKeeper's ISR, and until the leader (live) acts on "
+    "the last request ZooKeeper's ISR is the request's",
+)
+def current_leader_isr_in_zookeeper(p, s) -> bool:
+    """The controller writes the partition state and sends LeaderAndIsr with it in one step, and
+    afterwards only the leader of the current epoch changes the ISR, writing ZooKeeper and its own
+    copy together (conditioned on the zkVersion, so a leader of an older epoch cannot). An auxiliary
+    invariant for ``kafkamc prove``."""
+    requests = s.requests
+    if not requests:
+        return not s.quorum_leader
+    top = len(requests) - 1
+    ld = s.quorum_leader
+    if requests[top][0] != ld:
+        return False
+    rs = s.replica_state
+    if (not ld or (rs[ld - 1][1] != top and not (s.down and ld in s.down))) and requests[top][2] != s.quorum_isr:
+        return False
+    for i, st in enumerate(rs):
+        if st[0] == i + 1 and st[1] == top and (i + 1 != s.quorum_leader or st[2] != s.quorum_isr):
             return False
     return True

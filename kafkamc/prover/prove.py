@@ -45,8 +45,9 @@ def _jobs(spec: Spec, props: Sequence[Property]) -> list[Job]:
 
 
 def _run(index: int) -> tuple[tuple[QueryResult, ...], tuple[RawCti, ...]]:
-    spec, jobs, props, lifted, timeout, max_paths, counterexamples = _WORK  # type: ignore[misc]
-    return run_query(spec, jobs[index], props, lifted, timeout, max_paths, counterexamples=counterexamples)
+    spec, jobs, props, lifted, timeout, max_paths, counterexamples, skeletons = _WORK  # type: ignore[misc]
+    return run_query(spec, jobs[index], props, lifted, timeout, max_paths, counterexamples=counterexamples,
+                     skeletons=skeletons)
 
 
 def _worker_signals() -> None:
@@ -73,12 +74,15 @@ def prove(
     workers: int | None = None,
     search: bool = True,
     counterexamples: bool = True,
+    skeletons: bool = True,
     progress: Callable[[tuple[QueryResult, ...]], None] | None = None,
 ) -> ProofResult:
     """Prove the conjunction of ``invariants`` inductive for ``spec``; ``lifted`` names the
     parameters treated as symbolic (default: every ``Param(lift=True)``). ``progress`` is called
     with the queries of each action as they complete, in declaration order. ``counterexamples=False``
-    gives the verdicts only: a result ``cti`` then has no ``cti`` (Houdini's rounds need no more)."""
+    gives the verdicts only: a result ``cti`` then has no ``cti`` (Houdini's rounds need no more).
+    ``skeletons=False`` computes every target on every successor (``skeleton.py``): the same
+    result, slower (benchmarks compare the two)."""
     global _WORK
     cls = type(spec)
     props = tuple(invariants)
@@ -100,7 +104,7 @@ def prove(
     started, cpu0 = time.perf_counter(), _cpu()
     jobs = _jobs(spec, props)
     workers = max(1, min(workers or available_cores(), len(jobs)))
-    _WORK = (spec, jobs, props, lifted, timeout, max_paths, counterexamples)
+    _WORK = (spec, jobs, props, lifted, timeout, max_paths, counterexamples, skeletons)
     try:
         outcomes = []
         if workers == 1:

@@ -35,7 +35,7 @@ from typing import Any, Callable
 import z3
 from z3 import z3core
 
-from kafkamc.checker.symbolic import Budget, Explorer, SymBool, SymInt
+from kafkamc.checker.symbolic import Budget, Explorer, SymBool, SymInt, SymSet
 from kafkamc.checker.symbolic.context import isolated
 from kafkamc.checker.symbolic.state import member
 from kafkamc.checker.symbolic.values import as_arith, as_bool, fast_and, fast_not, fast_or
@@ -69,6 +69,9 @@ def abstract(*values: Any) -> tuple[Any, list[z3.ExprRef]]:
         if isinstance(v, SymBool):
             terms.append(v.z)
             return ("B",)
+        if isinstance(v, SymSet):  # one bool leaf per possible member (never hashed: it is symbolic)
+            terms.extend(v.bits)
+            return ("S", v.elems)
         if isinstance(v, int):  # bool and IntEnum included: concrete leaves are variables too
             if isinstance(v, bool):
                 terms.append(as_bool(v))
@@ -112,6 +115,13 @@ def _template(key: Any) -> tuple[tuple[Any, ...], list[z3.ExprRef]]:
             v = z3.Bool(f"skeleton!{len(variables)}")
             variables.append(v)
             return SymBool(v)
+        if tag == "S":
+            bits = []
+            for _ in k[1]:
+                v = z3.Bool(f"skeleton!{len(variables)}")
+                variables.append(v)
+                bits.append(v)
+            return SymSet(k[1], tuple(bits))
         if tag == "@":
             return nodes[k[1]]
         if tag == "C":

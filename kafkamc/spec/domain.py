@@ -24,7 +24,8 @@ from enum import IntEnum
 from itertools import combinations
 from typing import Any
 
-__all__ = ["Domain", "Int", "Bool", "Enum", "Const", "OneOf", "Record", "Tuple", "Bag", "Subset", "contains"]
+__all__ = ["Domain", "Int", "Bool", "Enum", "Const", "OneOf", "Record", "Tuple", "Seq", "Bag", "Subset", "Set",
+           "contains"]
 
 
 class Domain:
@@ -95,6 +96,16 @@ class Tuple(Domain):
     length: int
 
 
+@dataclass(frozen=True, slots=True, init=False)
+class Seq(Domain):
+    """A tuple of fixed length whose i-th element is in ``elems[i]``: ``Seq(Int(0, n), Int(-1), Set(range(1, n + 1)))``."""
+
+    elems: tuple[Domain, ...]
+
+    def __init__(self, *elems: Domain) -> None:
+        object.__setattr__(self, "elems", tuple(elems))
+
+
 @dataclass(frozen=True, slots=True)
 class Bag(Domain):
     """A multiset kept as a tuple of ``min_len..max_len`` elements of ``elem``, sorted when ``sorted``."""
@@ -119,6 +130,18 @@ class Subset(Domain):
         return [c for k in range(1 if self.nonempty else 0, len(ids) + 1) for c in combinations(ids, k)]
 
 
+@dataclass(frozen=True, slots=True, init=False)
+class Set(Domain):
+    """A frozenset of members of ``universe`` (concrete, e.g. ``Set(range(1, n + 1))``). Unlike
+    ``Subset`` it is not a shape: the prover keeps one symbolic bool per possible member, so k such
+    sets do not make 2^(k*n) shapes."""
+
+    universe: tuple[Any, ...]
+
+    def __init__(self, universe: Any) -> None:
+        object.__setattr__(self, "universe", tuple(sorted(set(universe))))
+
+
 def contains(domain: Domain, value: Any) -> bool:
     """Whether the concrete ``value`` is in ``domain`` (bounds must be concrete here)."""
     if isinstance(domain, Int):
@@ -140,6 +163,11 @@ def contains(domain: Domain, value: Any) -> bool:
         return (isinstance(value, tuple) and domain.min_len <= len(value) <= domain.max_len
                 and all(contains(domain.elem, v) for v in value)
                 and (not domain.sorted or all(a <= b for a, b in zip(value, value[1:]))))
+    if isinstance(domain, Seq):
+        return (isinstance(value, tuple) and len(value) == len(domain.elems)
+                and all(contains(d, v) for d, v in zip(domain.elems, value)))
     if isinstance(domain, Subset):
         return isinstance(value, tuple) and value in domain.members()
+    if isinstance(domain, Set):
+        return isinstance(value, frozenset) and value <= frozenset(domain.universe)
     raise TypeError(f"not a domain: {domain!r}")

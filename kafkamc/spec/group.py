@@ -66,12 +66,15 @@ from kafkamc.invariants.recoverability import group_can_stabilise
 from kafkamc.invariants.group import (
     committed_offsets_never_move_backwards,
     group_eventually_stable,
+    member_ids_unique,
+    members_belong_to_consumers,
     no_double_assignment,
     no_double_ownership,
     no_reprocessing_of_committed_records,
     stable_group_owns_every_partition,
     static_instance_unique,
 )
+from kafkamc.spec import domain as ty
 from kafkamc.spec.api import Param, Params, Spec, action
 
 __all__ = ["Group", "GroupState", "ClientState", "Member", "Client", "GroupModel"]
@@ -212,10 +215,10 @@ def _static_member(members: tuple[Member, ...], inst: int) -> int:
 
 
 def _fresh_id(s: GroupModel) -> int:
-    used = {m.member_id for m in s.members}
-    used.update(c.member_id for c in s.clients)
+    # Compared one by one rather than through a set of ids, so that ``kafkamc prove`` can run it
+    # on symbolic member ids (a set would hash them); the answer is the same.
     i = 1
-    while i in used:
+    while any(m.member_id == i for m in s.members) or any(c.member_id == i for c in s.clients):
         i += 1
     return i
 
@@ -522,9 +525,9 @@ class Group(Spec):
     parameters = (
         Param("consumers", 2, "consumer processes subscribed to the topic", min=1, max=4),
         Param("partitions", 2, "partitions of the subscribed topic", min=1, max=4),
-        Param("max_generation", 3, "join completions stop at this generation", min=1, max=8),
+        Param("max_generation", 3, "join completions stop at this generation", min=1, max=8, lift=True),
         Param("max_session_expiries", 1, "consumer stalls (long GC pauses) during which the "
-              "coordinator may expire the member's session (zombie consumers)", min=0, max=4),
+              "coordinator may expire the member's session (zombie consumers)", min=0, max=4, lift=True),
         Param("records", 1, "records per partition that consumers process and commit "
               "(OffsetCommit/OffsetFetch; 0: offsets not modelled)", min=0, max=4),
         Param("protocol", "eager", "rebalance protocol: eager, or cooperative (KIP-429)",
@@ -560,6 +563,9 @@ class Group(Spec):
         stable_group_owns_every_partition,
         committed_offsets_never_move_backwards,
         no_reprocessing_of_committed_records,
+        # Auxiliary invariants for ``kafkamc prove`` (not defaults; each holds under ``check`` too).
+        members_belong_to_consumers,
+        member_ids_unique,
     )
     recoverability = (group_can_stabilise,)
     liveness = (group_eventually_stable,)
@@ -598,6 +604,39 @@ class Group(Spec):
         nobody = Client(_UNJOINED, 0, -1, NOTHING, NOTHING, -1, NOTHING, POSITIONS, False, False)
         zero = (0,) * p.partitions
         yield GroupModel(_E, 0, 0, (), (nobody,) * (p.consumers + p.static), 0, zero, zero)
+
+    @staticmethod
+    def domain(p: Params):
+        """TypeOK: member ids are at most one more than the ids a state can hold (a fresh id is the
+        least unused one), generations up to ``max_generation``, partition sets are symbolic sets
+        of 1..partitions, and positions pairs (partition, offset) with offsets up to ``records``."""
+        procs = p.consumers + p.static
+        member_id = ty.Int(0, 2 * procs + 1)
+        generation = ty.Int(-1, p.max_generation)
+        parts = ty.Set(range(1, p.partitions + 1))
+        # With records=0 every offset is 0: a concrete 0 keeps positions, a set of pairs, hashable.
+        offset = ty.Const(0) if p.records == 0 else ty.Int(0, p.records)
+        return ty.Record(
+            GroupModel,
+            group=ty.Enum(GroupState),
+            generation=ty.Int(0, p.max_generation),
+            leader=member_id,
+            members=ty.Bag(ty.Record(
+                Member, member_id=ty.Int(1, 2 * procs + 1),
+                instance=ty.Int(0, p.static) if p.static else ty.Const(0),
+                claimed=parts, claim_generation=generation, assignment=parts, waiter=ty.Int(0, procs),
+                synced=ty.Bool(),
+                late=ty.Bool() if p.static_rejoin == "replace-2.4" else ty.Const(False)),
+                procs, sorted=False),
+            clients=ty.Tuple(ty.Record(
+                Client, state=ty.Enum(ClientState), member_id=member_id, generation=generation, owned=parts,
+                memo=parts, memo_generation=generation, pending=parts,
+                positions=ty.Set((q, o) for q in range(1, p.partitions + 1) for o in range(p.records + 1)),
+                stalled=ty.Bool(), hung=ty.Bool()), procs),
+            stalls=ty.Int(0, p.max_session_expiries),
+            committed=ty.Tuple(offset, p.partitions),
+            done=ty.Tuple(offset, p.partitions),
+        )
 
     @staticmethod
     def view(p: Params, s: GroupModel) -> GroupModel:
@@ -898,7 +937,7 @@ class Group(Spec):
             return
         rest = tuple(m for m in s.members if m.synced or m.waiter)
         gone = ", ".join(f"m{m.member_id}" for m in pending)
-        if s.leader in {m.member_id for m in rest} or not rest:
+        if any(m.member_id == s.leader for m in rest) or not rest:
             leaders = [s.leader if rest else 0]
         else:
             leaders = [m.member_id for m in rest]

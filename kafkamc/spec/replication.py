@@ -75,6 +75,8 @@ from kafkamc.invariants.recoverability import partition_can_recover
 from kafkamc.invariants.replication import (
     follower_matches_leader,
     isr_can_recover,
+    current_leader_isr_in_zookeeper,
+    leader_epochs_assigned,
     leader_in_isr,
     no_acked_data_loss,
     no_divergence,
@@ -82,6 +84,7 @@ from kafkamc.invariants.replication import (
     visible_prefix_stable,
     weak_isr,
 )
+from kafkamc.spec import domain as ty
 from kafkamc.spec.api import Param, Params, Spec, action
 
 __all__ = [
@@ -111,7 +114,12 @@ TLA_DEFAULTS = {
     "track_visible": False,
 }
 _HW, _KIP101, _KIP279, _FIRST_TRY, _KIP320, _FETCH = range(6)
-_VARIANT = {name: code for code, name in enumerate(TRUNCATION_RULES)}
+
+
+def _variant(p: Params) -> int:
+    """The code of the truncation rule (a tuple lookup: a global dict is mutable, which ``kafkamc
+    prove``'s executor refuses to read)."""
+    return TRUNCATION_RULES.index(p.truncation)
 
 # Bounds of the parameters; the label tables below cover them.
 _MAX_REPLICAS = 6
@@ -518,7 +526,8 @@ class Replication(Spec):
     parameters = (
         Param("replicas", 2, "number of replicas (ids r1..rN)", min=1, max=_MAX_REPLICAS),
         Param("log_size", 2, "log capacity of every replica (offsets 0..log_size-1)", min=1, max=_MAX_LOG),
-        Param("max_records", 2, "number of producer records (ids 0..max_records-1)", min=0, max=_MAX_RECORDS),
+        Param("max_records", 2, "number of producer records (ids 0..max_records-1)", min=0, max=_MAX_RECORDS,
+              lift=True),
         Param("max_leader_epoch", 2, "largest leader epoch the controller may assign", min=0, max=_MAX_EPOCH),
         Param(
             "truncation",
@@ -606,6 +615,9 @@ class Replication(Spec):
     invariants = (
         strong_isr, weak_isr, leader_in_isr, no_acked_data_loss, no_divergence, follower_matches_leader,
         visible_prefix_stable,
+        # Auxiliary invariants for ``kafkamc prove`` (not defaults; each holds under ``check`` too).
+        leader_epochs_assigned,
+        current_leader_isr_in_zookeeper,
     )
     recoverability = (partition_can_recover, isr_can_recover)
     liveness = (follower_catches_up, follower_learns_high_watermark)
@@ -650,6 +662,33 @@ class Replication(Spec):
             down=frozenset(),
             crashes=0,
             acked=(),
+        )
+
+    @staticmethod
+    def domain(p: Params):
+        """TypeOK: a log holds up to ``log_size`` records (id, leader epoch); the request history has
+        one request per leader epoch assigned so far, so its length, a shape, stays concrete
+        (``max_leader_epoch`` is not lifted); ISRs and the crashed brokers are symbolic sets."""
+        n = p.replicas
+        ids = ty.Set(range(1, n + 1))
+        epoch = ty.Int(0, p.max_leader_epoch)
+        record = ty.Seq(ty.Int(0, p.max_records - 1), epoch)
+        leader_and_isr = ty.Seq(ty.Int(0, n), ty.Int(-1, p.max_leader_epoch), ids)
+        crashes = p.crash or p.unclean or p.lossy_crash
+        return ty.Record(
+            ReplicationState,
+            logs=ty.Tuple(ty.Bag(record, p.log_size, sorted=False), n),
+            hw=ty.Tuple(ty.Int(0, p.log_size), n),
+            replica_state=ty.Tuple(leader_and_isr, n),
+            next_record_id=ty.Int(0, p.max_records),
+            requests=ty.Bag(ty.Seq(ty.Int(0, n), epoch, ids), p.max_leader_epoch + 1, sorted=False),
+            quorum_leader=ty.Int(0, n),
+            quorum_isr=ids,
+            down=ids if crashes else ty.Const(frozenset()),
+            crashes=ty.Int(0, p.max_crashes) if p.max_crashes else ty.Const(0),
+            acked=(ty.Const(()) if p.acks == "0" else ty.Bag(
+                ty.Seq(ty.Int(0, p.log_size - 1), ty.Int(0, p.max_records - 1), epoch), p.max_records, sorted=False)),
+            visible=ty.Bag(record, p.log_size, sorted=False) if p.track_visible else ty.Const(()),
         )
 
     @staticmethod
@@ -813,7 +852,7 @@ class Replication(Spec):
         follower truncates when a fetch fails (follower_truncate). A truncation point beyond the
         follower's end offset disables the step, as TruncateTo does in the TLA+ model.
         """
-        v = _VARIANT[p.truncation]
+        v = _variant(p)
         rs = s.replica_state
         logs = s.logs
         hws = s.hw
@@ -931,7 +970,9 @@ class Replication(Spec):
                 o = len(log)
                 if o < log_size and len(st[2]) >= min_isr:
                     e = st[1]
-                    out.append((_L_WRITE[r][rid], ReplicationState(
+                    # A symbolic id (kafkamc prove lifts max_records) formats lazily instead.
+                    label = _L_WRITE[r][rid] if type(rid) is int else f"LeaderWrite(r{r}, id={rid})"
+                    out.append((label, ReplicationState(
                         logs[:i] + (log + ((rid, e),),) + logs[i + 1:],
                         s.hw, rs, rid + 1, s.requests, s.quorum_leader, s.quorum_isr, s.down, s.crashes,
                         s.acked + ((o, rid, e),) if acks == "1" else s.acked,
@@ -990,7 +1031,7 @@ class Replication(Spec):
         if lst[0] != qld or lepoch != len(s.requests) - 1:
             return ()
         # Only the true leader may write the ISR (IsTrueLeader), so its ISR is the quorum's.
-        v = _VARIANT[p.truncation]
+        v = _variant(p)
         isr = lst[2]
         logs = s.logs
         llog = logs[li]
@@ -1047,7 +1088,7 @@ class Replication(Spec):
         lepoch = lst[1]
         if lst[0] != qld or lepoch != len(s.requests) - 1:
             return ()
-        v = _VARIANT[p.truncation]
+        v = _variant(p)
         isr = lst[2]
         logs = s.logs
         llog = logs[li]
@@ -1095,7 +1136,7 @@ class Replication(Spec):
         at the offset has the leader's epoch. kip320: they follow the leader's current epoch
         (KIP-320's fetch fencing; without ``fetch_fencing`` they need only follow this leader).
         """
-        v = _VARIANT[p.truncation]
+        v = _variant(p)
         fenced = p.fetch_fencing
         logs = s.logs
         rs = s.replica_state
@@ -1160,7 +1201,7 @@ class Replication(Spec):
         (KAFKA-10554); without it, it first applies the leader's high watermark to its
         diverging log and truncates in a later step (follower_truncate).
         """
-        v = _VARIANT[p.truncation]
+        v = _variant(p)
         fenced = p.fetch_fencing
         log_size = p.log_size
         logs = s.logs

@@ -42,6 +42,9 @@ _NONDETERMINISTIC_MODULES = {"random", "_random", "secrets", "uuid", "time", "da
 _IMMUTABLE = (
     int, float, complex, str, bytes, bool, type(None), type(Ellipsis), range, type, types.ModuleType,
     types.FunctionType, staticmethod, classmethod, property, enum.Enum, SymInt, SymBool,
+    # A class's slot descriptor (``Cls.field``): ``Cls.field.__set__`` writes the slot of the
+    # object it is given, it holds no state of its own.
+    types.MemberDescriptorType, types.GetSetDescriptorType,
 )
 _verdicts: dict[types.CodeType, tuple[bool, str | None]] = {}
 
@@ -49,7 +52,7 @@ _verdicts: dict[types.CodeType, tuple[bool, str | None]] = {}
 def _immutable(value: Any, depth: int = 0) -> bool:
     if isinstance(value, _IMMUTABLE):
         return True
-    if isinstance(value, (types.BuiltinFunctionType, types.MethodType)):
+    if isinstance(value, (types.BuiltinFunctionType, types.MethodType, types.MethodWrapperType)):
         # A bound method carries its object: ``append = _log.append`` is as mutable as ``_log``.
         owner = getattr(value, "__self__", None)
         return owner is None or isinstance(owner, (types.ModuleType, type)) or _immutable(owner, depth + 1)

@@ -14,6 +14,7 @@ from typing import Any, Callable
 import z3
 
 from kafkamc.checker.symbolic.context import unsupported
+from kafkamc.checker.symbolic.sets import SymSet, as_members
 from kafkamc.checker.symbolic.values import SymBool, SymInt, as_arith, as_bool, is_symbolic
 from kafkamc.spec import domain as d
 
@@ -86,6 +87,10 @@ def build(dom: d.Domain, name: str, choose: Chooser, facts: list[z3.BoolRef]) ->
         return dom.cls(**{f: build(sub, f"{name}.{f}", choose, facts) for f, sub in dom.fields})
     if isinstance(dom, d.Tuple):
         return tuple(build(dom.elem, f"{name}[{i}]", choose, facts) for i in range(_length(dom.length, "tuple length")))
+    if isinstance(dom, d.Seq):
+        return tuple(build(sub, f"{name}[{i}]", choose, facts) for i, sub in enumerate(dom.elems))
+    if isinstance(dom, d.Set):
+        return SymSet(dom.universe, tuple(z3.Bool(f"{name}.has({e!r})") for e in dom.universe))
     if isinstance(dom, d.Bag):
         lo, hi = _length(dom.min_len, "bag length"), _length(dom.max_len, "bag length")
         n = lo + choose(hi - lo + 1, f"{name}: length")
@@ -129,6 +134,10 @@ def equal(a: Any, b: Any) -> z3.BoolRef:
     ta, tb = as_arith(a), as_arith(b)
     if ta is not None and tb is not None:
         return ta == tb
+    ma, mb = as_members(a), as_members(b)
+    if ma is not None and mb is not None:
+        keys = set(ma) | set(mb)
+        return z3.And([ma.get(k, z3.BoolVal(False)) == mb.get(k, z3.BoolVal(False)) for k in keys])
     if isinstance(a, tuple) and isinstance(b, tuple):
         if len(a) != len(b):
             return z3.BoolVal(False)
@@ -180,6 +189,17 @@ def member(dom: d.Domain, value: Any) -> z3.BoolRef:
         if dom.sorted:
             parts.extend(lex_le(int_terms(a), int_terms(b)) for a, b in zip(value, value[1:]))
         return z3.And(parts)
+    if isinstance(dom, d.Seq):
+        if not isinstance(value, tuple) or len(value) != len(dom.elems):
+            return false
+        return z3.And([member(sub, v) for sub, v in zip(dom.elems, value)])
+    if isinstance(dom, d.Set):
+        members = as_members(value)
+        if members is None:
+            return false
+        # A member outside the universe must be absent.
+        universe = frozenset(dom.universe)
+        return z3.And([z3.Not(b) for e, b in members.items() if e not in universe])
     if isinstance(dom, d.Subset):
         if not isinstance(value, tuple) or (dom.nonempty and not value):
             return false
@@ -199,6 +219,8 @@ def concretize(value: Any, model: Any) -> Any:
         return value.enum(v) if value.enum is not None else v
     if isinstance(value, SymBool):
         return z3.is_true(model.eval(value.z, model_completion=True))
+    if isinstance(value, SymSet):
+        return frozenset(e for e, b in zip(value.elems, value.bits) if z3.is_true(model.eval(b, model_completion=True)))
     if isinstance(value, tuple):
         return tuple(concretize(v, model) for v in value)
     if isinstance(value, list):
@@ -212,7 +234,7 @@ def concretize(value: Any, model: Any) -> Any:
 
 
 def _has_symbolic(value: Any) -> bool:
-    if is_symbolic(value):
+    if is_symbolic(value) or isinstance(value, SymSet):
         return True
     if isinstance(value, (tuple, list)):
         return any(_has_symbolic(v) for v in value)
