@@ -256,3 +256,15 @@ def test_kafka_controller_zombie_write_as_breadth_first_check_finds_it():
     assert [s.state for s in again.steps] == [s.state for s in result.trace.steps]
     short = bmc(spec, props, 3)
     assert short.result == "incomplete" and short.extra["bmc_depth"] == 3 and short.extra["shapes"] >= 2
+
+
+def test_kafka_group_runs_set_building_code_per_valuation():
+    # group's _fresh_id builds a set of member ids (hash of an int): bmc runs that shape once per
+    # reachable valuation. KAFKA-7026's double assignment needs 13 steps; none within 5, as check says.
+    from kafkamc.spec.group import Group
+
+    spec = Group(sticky_claims="raw")
+    props = [spec.property_named("no-double-assignment")]
+    assert explore(spec, props, max_depth=6).result == "incomplete"
+    result = bmc(spec, props, 5)
+    assert result.result == "incomplete" and result.extra["bmc_depth"] == 5 and result.extra["paths"] > 0
