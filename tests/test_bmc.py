@@ -158,6 +158,8 @@ def test_cli_json_is_check_json_and_replays(tmp_path, capsys):
     assert main(["bmc", ref, "-i", "bmc-sum-small", "--depth", "2"]) == 4
     assert "no violation within 2 steps" in capsys.readouterr().out
     assert main(["bmc", ref, "-i", "bmc-sum-small", "--depth", "-1"]) == 2
+    assert main(["bmc", ref, "-i", "bmc-sum-small", "--depth", "10", "--timeout", "0.000001"]) == 4
+    assert "the time limit was reached" in capsys.readouterr().out
 
 
 @dataclass(frozen=True, slots=True)

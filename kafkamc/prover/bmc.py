@@ -467,7 +467,8 @@ def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: floa
             if model is not None:
                 _raised(spec, props, un.states(model, k), actions=True)
     except (SolverUnknown, PathLimit) as exc:
-        return _incomplete(spec, props, started, reached, "max-depth", f"{exc}", un)
+        why = "the time limit was reached" if time.monotonic() >= budget.deadline else f"solver: {exc}"
+        return _incomplete(spec, props, started, reached, "max-depth", why, un)
     except KeyboardInterrupt as exc:
         return _incomplete(spec, props, started, reached, stop_reason(exc), None, un)
     return _incomplete(spec, props, started, reached, "max-depth", None, un)
