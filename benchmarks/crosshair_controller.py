@@ -17,8 +17,9 @@ from kafkamc.invariants import controller as inv
 from kafkamc.spec.api import Params
 from kafkamc.spec.controller import Broker, Controller, ControllerState, PartitionState, Session
 
-P = Params({"fencing": "zkversion", "brokers": 2, "elections": 1000, "expiries": 1000, "crashes": 1000,
-            "leader_epochs": 1000, "requests": 1000, "in_flight": 2})
+P = Params({"fencing": "zkversion", "election": "multi", "broker_epoch": True, "controlled_shutdown": False,
+            "leader_isr_write": False, "isr_write_recheck": True, "brokers": 2, "elections": 1000, "expiries": 1000,
+            "crashes": 1000, "leader_epochs": 1000, "requests": 1000, "in_flight": 2, "isr_changes": 1})
 AUX = (inv.single_controller_per_epoch, inv.controller_epoch_zk_version_in_step,
        inv.controller_context_epoch_in_step, inv.controller_epochs_not_ahead,
        inv.controller_znode_owner_is_current, inv.down_brokers_forget, inv.bounded_events_counted,
@@ -26,7 +27,9 @@ AUX = (inv.single_controller_per_epoch, inv.controller_epoch_zk_version_in_step,
 
 
 def _state(controller: int, ce: int, b1: tuple, b2: tuple, leader: int, le: int, pce: int) -> ControllerState:
-    brokers = tuple(Broker(up, Session(sess), act, ep, ep, cle, seen, ble) for up, sess, act, ep, cle, seen, ble in (b1, b2))
+    # The fields of controlled_shutdown and leader_isr_write (both off) at their initial values.
+    brokers = tuple(Broker(up, Session(sess), act, ep, ep, cle, seen, ble, False, False, 0, (), 0, 0, (), 0)
+                    for up, sess, act, ep, cle, seen, ble in (b1, b2))
     return ControllerState(controller, ce, ce, PartitionState(leader, le, (1, 2), pce, le), brokers, (), 0, 0, 0,
                            False, False)
 

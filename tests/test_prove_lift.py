@@ -24,12 +24,14 @@ from kafkamc.spec import domain as d
 from kafkamc.spec.domain import contains
 from kafkamc.spec.group import Group
 from kafkamc.spec.replication import Replication
+from kafkamc.spec.transactions import Transactions
 
 slow = pytest.mark.skipif(not os.environ.get("KAFKAMC_SLOW_TESTS"), reason="slow: set KAFKAMC_SLOW_TESTS=1")
 
 GROUP_PROOF = ("no-double-assignment", "members-belong-to-consumers", "member-ids-unique")
 REPLICATION_PROOF = ("leader-in-isr", "leader-epochs-assigned", "current-leader-isr-in-zookeeper")
 REPLICATION_SMALL = {"track_visible": False, "log_size": 1, "max_leader_epoch": 1}
+TRANSACTIONS_PROOF = ("epochs-committed-before-use", "producers-initialised-before-sending")
 
 
 def _props(spec, names):
@@ -187,3 +189,24 @@ def test_replication_leader_in_isr_proved_for_every_record_bound():
     spec = Replication(**REPLICATION_SMALL)
     result = prove(spec, _props(spec, REPLICATION_PROOF))
     assert result.result == PROVED and result.lifted == ("max_records",)
+
+
+# -- transactions ----------------------------------------------------------------------------------
+
+def test_transactions_domain_contains_every_reachable_state():
+    for params in ({"partitions": 1}, {"version": "tv1", "partitions": 1, "max_transactions": 3}):
+        spec = Transactions(**params)
+        assert explore(spec, [_in_domain(spec)]).result == "ok", params
+
+
+def test_transactions_epochs_committed_before_use_holds_under_check():
+    for params in ({}, {"version": "tv1"}, {"version": "tv1-verify", "partitions": 1}):
+        spec = Transactions(**params)
+        assert explore(spec, _props(spec, TRANSACTIONS_PROOF)).result == "ok", params
+
+
+@pytest.mark.parametrize("action", ["InitProducerId", "BeginTransaction"])
+def test_transactions_epochs_kept_for_every_epoch_bound(action):
+    spec = Transactions(partitions=1, max_transactions=1, max_delayed=0)
+    queries, ctis = _query(spec, action, TRANSACTIONS_PROOF)
+    assert not ctis and all(q.verdict == PROVED for q in queries)

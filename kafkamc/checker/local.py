@@ -49,7 +49,7 @@ __all__ = [
 Progress = Callable[[LevelStats], None]
 
 # Frontier states expanded per batch: their successors' fingerprints go to the table together.
-CHUNK = 16384
+CHUNK = 1024
 
 
 def state_key_function(spec: Spec, sample: Any, symmetry: bool) -> tuple[Callable[[Any], int], Fingerprinter]:
@@ -325,13 +325,13 @@ def _explore(
             dead_found = False
             base = level_start  # the index of the chunk's first state
             for chunk in frontier.chunks(CHUNK):
-                # Every successor of the chunk in order: its fingerprint, the state, its action;
-                # and per state how many it has. Which are new is decided for all at once.
-                keys = array("q")
+                # Every successor of the chunk in order, the state and its action, and per state
+                # how many it has; then their fingerprints (one C loop), and which are new, for all
+                # at once.
                 cands: list[Any] = []
                 cact = array("B" if len(actions) <= 256 else "H")
                 counts = array("l")
-                kapp, capp, aapp = keys.append, cands.append, cact.append
+                capp, aapp = cands.append, cact.append
                 gen0, en0, g0 = generated, cov_en[:], cov_gen[:]
                 aprop: tuple[int, str, list[int], tuple[int, int | None]] | None = None  # ordinal first
                 dead = -1
@@ -349,12 +349,11 @@ def _explore(
                                 if validating:
                                     # Before the seen-test: a colliding value would never look new.
                                     fpr.check(t)
-                                k = key(t)
                                 if aprops and aprop is None and found is None:
                                     pname = violated_action_property(p, aprops, s, aname, label, t)
                                     if pname is not None:
-                                        aprop = (len(keys), pname, lineage.path(base + pos) + [i], (base + pos, k))
-                                kapp(k)
+                                        aprop = (len(cands), pname, lineage.path(base + pos) + [i],
+                                                 (base + pos, key(t)))
                                 capp(t)
                                 aapp(ai)
                                 i += 1
@@ -371,7 +370,7 @@ def _explore(
                     generated += i
                     if i == 0 and deadlock and dead < 0:
                         dead = pos
-                new = np.flatnonzero(table.insert(np.frombuffer(keys, dtype=np.int64)) if keys else ())
+                new = np.flatnonzero(table.insert(_fingerprints(spec, key, cands, chunk, counts, invs, aprops)))
                 cut = len(new) if not last_level and (max_states is None or n + len(new) <= max_states) else (
                     0 if last_level else max_states - n)
                 if cut < len(new):
@@ -451,6 +450,24 @@ def _first_bad(spec: Spec, invs: list, born: list[Any], chunk: list[Any], owner:
     except Exception as exc:
         raise _classify(spec, chunk[int(owner[r])], exc, invs, aprops) from exc
     return r, None
+
+
+def _fingerprints(spec: Spec, key: Callable[[Any], int], cands: list[Any], chunk: list[Any], counts: array,
+                  invs: list, aprops: list) -> np.ndarray:
+    """The fingerprints of ``cands`` (int64). One that cannot be computed is named by
+    ``_classify`` from the state ``cands[j]`` is a successor of."""
+    try:
+        return np.fromiter(map(key, cands), dtype=np.int64, count=len(cands))
+    except (KafkamcError, KeyboardInterrupt):
+        raise
+    except Exception as exc:
+        ends = np.cumsum(np.frombuffer(counts, dtype=np.dtype(counts.typecode)))
+        for j, t in enumerate(cands):
+            try:
+                key(t)
+            except Exception:
+                raise _classify(spec, chunk[int(np.searchsorted(ends, j, side="right"))], exc, invs, aprops) from exc
+        raise
 
 
 def _count(into: list[int], actions: array, chosen: np.ndarray) -> None:

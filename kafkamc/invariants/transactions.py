@@ -19,6 +19,8 @@ __all__ = [
     "no_duplicate_append", "commit_by_own_end_txn", "init_producer_id_succeeds",
     "producer_awaits_epoch", "every_producer_has_epoch", "open_transaction_closes", "transaction_open",
     "no_transaction_open",
+    "epochs_committed_before_use",
+    "producers_initialised_before_sending",
 ]
 
 # EntryKind and TxnState values of kafkamc.spec.transactions (IntEnums compare equal to ints;
@@ -244,6 +246,50 @@ def valid_coordinator_transitions(p, s, label, t) -> bool:
             return True
     table = VALID_PREVIOUS_TV2 if p.version == "tv2" else VALID_PREVIOUS
     return a.log_state in table[b.log_state]
+
+
+@invariant("epochs-committed-before-use", "no producer instance, delayed request, log entry or partition producer state of the coordinator's producer id carries an epoch above its last committed transaction-log record's")
+def epochs_committed_before_use(p, s) -> bool:
+    """Producer-epoch fencing rests on this: the coordinator hands out an epoch (InitProducerId,
+    a TV2 EndTxn) and writes markers with it only once the transaction-log record carrying it is
+    committed; a bump held only in memory (a pending PrepareEpochFence, KAFKA-6119) reaches nobody.
+    So every epoch a client, a batch or a marker uses is at most ``log_epoch``, and a coordinator
+    that fails over and loads the log never meets an epoch above the one it loaded. An auxiliary
+    invariant for ``kafkamc prove`` (docs/prove.md)."""
+    c = s.coordinator
+    pid = c.pid
+    top = c.log_epoch
+    if c.producer_epoch < top:
+        return False
+    for pr in s.producers:
+        if pr.pid == pid and pr.epoch > top:
+            return False
+    for req in s.network:
+        if req.pid == pid and req.epoch > top:
+            return False
+    for d in s.partitions:
+        if d.producers[pid - 1].epoch > top:
+            return False
+        for entry in d.log:
+            if entry.pid == pid and entry.epoch > top:
+                return False
+    return True
+
+
+@invariant("producers-initialised-before-sending", "a producer instance past initTransactions() holds a producer id and epoch, and its next sequence number per partition is at most the client transactions begun")
+def producers_initialised_before_sending(p, s) -> bool:
+    """KIP-98: a transactional producer sends nothing before InitProducerId returned its producer id
+    and epoch, and its sequence numbers count its batches to a partition since its epoch was
+    bumped: at most one batch per partition and client transaction. An auxiliary invariant for
+    ``kafkamc prove``."""
+    begun = s.txns_begun
+    for pr in s.producers:
+        if pr.state != _NOT_STARTED and (pr.pid < 1 or pr.epoch < 0):
+            return False
+        for seq in pr.next_seq:
+            if seq > begun:
+                return False
+    return True
 
 
 # -- liveness under fairness (issue 14) ------------------------------------------------------------

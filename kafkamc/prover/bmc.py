@@ -1,30 +1,24 @@
 """``bmc``: symbolic bounded model checking with the spec's own functions run on Z3 terms.
 
-A state's *shape* is its structure with every int and bool leaf abstracted (tuple lengths, record
-types, concrete strings, sets and other non-numeric leaves kept). At each depth k, every shape a
-state reachable in k steps can have gets a **box** (``bounds``): an interval per leaf containing
-every value the leaf takes in such states, computed from the initial states (depth 0) and from the
-successors of the previous depth's boxes; it is an over-approximation, never an assumption. A
-shape with its box is an *entry*: a template state of fresh variables constrained to the box, on
-which each action runs once, symbolically; its paths (path condition, successor) are the entry's
-transition relation, and the invariants and the spec's constraint become formulas over it. An entry
-recurs at every depth with the same box, so the work grows with the number of shapes and boxes,
-not with the number of states.
+A state's *shape* is its structure with its int leaves abstracted (tuple lengths, record types,
+bools, enum members, sets, strings and other constants kept). The unrolling, on one incremental
+solver, holds a copy of each shape's ints per depth and which shape the depth's state has.
 
-The unrolling is exact: step k -> k+1 is the disjunction, over the entries of depth k, of their
-transition relations, and every state reachable in k steps lies in its entry's box, so a path of
-the formula is a path of the spec and every path of the spec of at most k steps is one of the
-formula. Depth by depth (0, 1, ..., K) on one incremental solver, the first depth where a state
-violating an invariant is reachable gives a shortest counterexample, as breadth-first ``check``
-finds one; "none up to K" is a statement about every path of at most K steps. The model's states
-are then found again concretely (the initial state among the spec's initial states, each step among
-the concrete successors of the previous state) and the path is replayed, so ``kafkamc trace replay``
-reproduces it; any disagreement is a ``SoundnessError``.
+Step k -> k+1 is made by running each action once per shape of depth k on depth k's variables
+*in the context of the unrolling*: a branch is followed only if some state reachable in exactly k
+steps takes it, an index enumerates only the values such states give it, and an int with one value
+in all of them is that concrete int. So the transitions are exactly those of the reachable states,
+with no bound on a state's ints assumed (no ``domain(p)`` is needed). A successor holding a
+symbolic bool is split by its values; a shape whose code needs concrete ints (a set of ids) runs
+once per reachable valuation of them, if there are few.
 
-A spec function that raises on some state of a box (a box also holds unreachable states) is not an
-error by itself: its path condition is recorded and each depth asks whether a reachable state meets
-it; if one does, that is the spec's error, reported concretely as ``check`` reports it (exit 3).
-A spec's ``domain(p)`` is not used: the boxes bound what it would.
+Depth by depth (0, 1, ..., K) the solver is asked for a reachable state violating an invariant:
+the first depth where one exists gives a shortest counterexample, as breadth-first ``check``
+finds one, and "none up to K" is a statement about every path of at most K steps. The model's
+states are found again concretely (the initial state among the spec's initial states, each step
+among the concrete successors of the previous state) and the path is replayed, so ``kafkamc trace
+replay`` reproduces it; any disagreement is a ``SoundnessError``. A spec function that raises on a
+reachable state is found again concretely and reported as ``check`` reports it (``SpecRaised``).
 """
 
 from __future__ import annotations
@@ -32,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from enum import IntEnum
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import z3
 
@@ -101,46 +95,22 @@ def _template(skel: Any, name: str, leaves: list[z3.ExprRef], fixed: dict[str, i
     return skel[1]
 
 
-def _leaf_terms(v: Any, out: list[z3.ExprRef]) -> None:
+def _leaves(v: Any) -> Iterator[Any]:
+    """The leaves of ``v`` (what is not a tuple or a record), in ``_template``'s order."""
+    if isinstance(v, tuple):
+        for x in v:
+            yield from _leaves(x)
+    elif dataclasses.is_dataclass(v) and not isinstance(v, type):
+        for f in dataclasses.fields(v):
+            if f.init:
+                yield from _leaves(getattr(v, f.name))
+    else:
+        yield v
+
+
+def _leaf_terms(v: Any) -> list[z3.ExprRef]:
     """The int leaves of ``v`` as Z3 terms, in ``_template``'s order."""
-    if isinstance(v, (bool, IntEnum, SymBool)):
-        return
-    if isinstance(v, (SymInt, int)):
-        out.append(as_arith(v))
-    elif isinstance(v, tuple):
-        for x in v:
-            _leaf_terms(x, out)
-    elif dataclasses.is_dataclass(v) and not isinstance(v, type):
-        for f in dataclasses.fields(v):
-            if f.init:
-                _leaf_terms(getattr(v, f.name), out)
-
-
-def _leaf_values(v: Any, out: list[int]) -> None:
-    """The int leaves of a concrete state, in ``_template``'s order."""
-    if isinstance(v, (bool, IntEnum)):
-        return
-    if isinstance(v, int):
-        out.append(int(v))
-    elif isinstance(v, tuple):
-        for x in v:
-            _leaf_values(x, out)
-    elif dataclasses.is_dataclass(v) and not isinstance(v, type):
-        for f in dataclasses.fields(v):
-            if f.init:
-                _leaf_values(getattr(v, f.name), out)
-
-
-def _symbolic_bools(v: Any, out: list[SymBool]) -> None:
-    if isinstance(v, SymBool):
-        out.append(v)
-    elif isinstance(v, tuple):
-        for x in v:
-            _symbolic_bools(x, out)
-    elif dataclasses.is_dataclass(v) and not isinstance(v, type):
-        for f in dataclasses.fields(v):
-            if f.init:
-                _symbolic_bools(getattr(v, f.name), out)
+    return [as_arith(x) for x in _leaves(v) if isinstance(x, (SymInt, int)) and not isinstance(x, (bool, IntEnum))]
 
 
 def _fix_bools(v: Any, values: dict[int, bool]) -> Any:
@@ -158,8 +128,7 @@ def _fix_bools(v: Any, values: dict[int, bool]) -> Any:
 def _split(solver: z3.Solver, pc: z3.BoolRef, post: Any) -> list[tuple[z3.BoolRef, Any]]:
     """The successor ``post`` (reached under ``pc``) once per feasible value of its symbolic bools,
     each with the condition of that value: every result has a concrete shape."""
-    bools: list[SymBool] = []
-    _symbolic_bools(post, bools)
+    bools = [x for x in _leaves(post) if isinstance(x, SymBool)]
     if not bools:
         return [(pc, post)]
     out = []
@@ -403,9 +372,7 @@ class _Unroller:
             for pc, post in succs:
                 target = self.shape(_skeleton(post))
                 targets.add(target)
-                terms: list[z3.ExprRef] = []
-                _leaf_terms(post, terms)
-                moves.append((pc, target, terms))
+                moves.append((pc, target, _leaf_terms(post)))
             moves_of[shape] = moves
         if raised_at:
             model = self.solve(fast_or(raised_at))
@@ -475,8 +442,7 @@ def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: floa
         un.add_layer(sorted(set(shapes)))
         options = []
         for state, shape in zip(inits, shapes):
-            terms: list[z3.ExprRef] = []
-            _leaf_terms(state, terms)
+            terms = _leaf_terms(state)
             options.append(fast_and([un.sel[0] == shape] + [v == t for v, t in zip(un.layers[0][shape][1], terms)]))
         un.solver.add(fast_or(options))
         for k in range(depth + 1):
@@ -501,7 +467,8 @@ def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: floa
             if model is not None:
                 _raised(spec, props, un.states(model, k), actions=True)
     except (SolverUnknown, PathLimit) as exc:
-        return _incomplete(spec, props, started, reached, "max-depth", f"{exc}", un)
+        why = "the time limit was reached" if time.monotonic() >= budget.deadline else f"solver: {exc}"
+        return _incomplete(spec, props, started, reached, "max-depth", why, un)
     except KeyboardInterrupt as exc:
         return _incomplete(spec, props, started, reached, stop_reason(exc), None, un)
     return _incomplete(spec, props, started, reached, "max-depth", None, un)

@@ -76,6 +76,7 @@ the control batch, the model only applies its producer-epoch and coordinator-epo
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -85,7 +86,9 @@ from kafkamc.invariants.transactions import (
     atomicity,
     client_commit_truth,
     commit_by_own_end_txn,
+    epochs_committed_before_use,
     init_producer_id_succeeds,
+    producers_initialised_before_sending,
     open_transaction_closes,
     no_cross_transaction_leak,
     no_duplicate_append,
@@ -94,6 +97,7 @@ from kafkamc.invariants.transactions import (
     valid_coordinator_transitions,
     zombie_fencing,
 )
+from kafkamc.spec import domain as ty
 from kafkamc.spec.api import Param, Params, Spec, action
 
 __all__ = [
@@ -355,11 +359,14 @@ _ACK, _DUPLICATE, _REJECT, _RETRIABLE = range(4)
 
 _PREPARE = (_S.PrepareCommit, _S.PrepareAbort)
 _COMPLETE = (_S.CompleteCommit, _S.CompleteAbort)
-_PREPARE_OF = {TxnResult.Commit: _S.PrepareCommit, TxnResult.Abort: _S.PrepareAbort}
-_RESULT_OF_PREPARE = {_S.PrepareCommit: TxnResult.Commit, _S.PrepareAbort: TxnResult.Abort}
-_COMPLETE_OF_PREPARE = {_S.PrepareCommit: _S.CompleteCommit, _S.PrepareAbort: _S.CompleteAbort}
-_COMPLETE_OF = {TxnResult.Commit: _S.CompleteCommit, TxnResult.Abort: _S.CompleteAbort}
-_MARKER_KIND = {TxnResult.Commit: EntryKind.Commit, TxnResult.Abort: EntryKind.Abort}
+# Tables indexed by the enum's value (tuples, not dicts: ``kafkamc prove`` refuses to read a mutable
+# global, and indexes a tuple with a symbolic state by enumerating its values).
+_RESULT = (None, TxnResult.Commit, TxnResult.Abort)  # TxnResult(value) of a request's result field
+_PREPARE_OF = (None, _S.PrepareCommit, _S.PrepareAbort)  # by TxnResult
+_COMPLETE_OF = (None, _S.CompleteCommit, _S.CompleteAbort)  # by TxnResult
+_MARKER_KIND = (None, EntryKind.Commit, EntryKind.Abort)  # by TxnResult
+_RESULT_OF_PREPARE = (None, None, TxnResult.Commit, TxnResult.Abort)  # by TxnState PrepareCommit/PrepareAbort
+_COMPLETE_OF_PREPARE = (None, None, _S.CompleteCommit, _S.CompleteAbort)  # by TxnState
 _EMPTY: frozenset[int] = frozenset()
 _NO_APPEND: tuple[Append, ...] = ()
 
@@ -646,7 +653,10 @@ def _answer_end_txn(p: Params, s: TransactionsState, i: int, result: TxnResult, 
     cl = ProducerInstance(ready, pr.pid, epoch, pr.txn, pr.added, pr.sent, seqs)
     commits = s.commits
     if result == TxnResult.Commit:
-        commits = commits | {(pr.txn, k + 1) for k, x in enumerate(pr.sent) if x == SendState.Acked}
+        # The ghost transaction number as a concrete int (``kafkamc prove`` enumerates its values
+        # instead of hashing a symbolic one into the set); the same number when concrete.
+        txn = operator.index(pr.txn)
+        commits = commits | {(txn, k + 1) for k, x in enumerate(pr.sent) if x == SendState.Acked}
     return _state(s, producers=_put(s.producers, i, cl), commits=commits)
 
 
@@ -662,7 +672,7 @@ class Transactions(Spec):
         Param("partitions", 2, "data partitions", min=1, max=3),
         Param("max_transactions", 2, "client transactions begun, over all instances", min=1, max=4),
         Param("max_epoch", 3, "highest producer epoch, Kafka's Short.MaxValue: from max_epoch-1 on the epoch "
-              "is exhausted and InitProducerId rotates the producer id (KIP-360)", min=1, max=6),
+              "is exhausted and InitProducerId rotates the producer id (KIP-360)", min=1, max=6, lift=True),
         Param("producer_ids", 1, "producer ids the coordinator may allocate (rotation at epoch exhaustion, KIP-360)",
               min=1, max=3),
         Param("max_delayed", 1, "requests (Produce, EndTxn, WriteTxnMarkers) that may be delayed", min=0, max=3),
@@ -702,6 +712,9 @@ class Transactions(Spec):
         no_duplicate_append,
         commit_by_own_end_txn,
         valid_coordinator_transitions,
+        # Auxiliary invariants for ``kafkamc prove`` (not defaults; each holds under ``check`` too).
+        epochs_committed_before_use,
+        producers_initialised_before_sending,
     )
     # One swim lane per producer instance and per data partition in the trace viewer.
     entities = {"producer": ("producers",), "partition": ("partitions",)}
@@ -746,6 +759,54 @@ class Transactions(Spec):
             (client,) * p.producers,
             (DataPartition((), (_NO_ENTRY,) * p.producer_ids),) * n,
             (), 0, 0, 0, frozenset(), False,
+        )
+
+    @staticmethod
+    def domain(p: Params):
+        """TypeOK: epochs up to ``max_epoch`` (liftable: Short.MaxValue), ghost transaction numbers
+        and sequence numbers up to ``max_transactions``, a partition log of at most two entries per
+        client transaction (its batch and a marker), partition sets symbolic. The logs, the delayed
+        requests and the producer ids are shapes, so those bounds stay concrete."""
+        parts = ty.Set(range(1, p.partitions + 1))
+        txns = p.max_transactions
+        txn = ty.Int(0, txns)
+        epoch = ty.Int(-1, p.max_epoch)
+        coordinator_epoch = ty.Int(-1, 2)
+        entry = ty.Record(
+            Entry, kind=ty.Enum(EntryKind), pid=ty.Int(1, p.producer_ids), epoch=epoch, seq=ty.Int(-1, txns),
+            coordinator_epoch=coordinator_epoch, txn=txn, producer=ty.Int(0, p.producers),
+            init_instance=ty.Int(0, p.producers), decided=ty.Bool())
+        producer_entry = ty.Record(
+            ProducerEntry, epoch=epoch, last_seq=ty.Int(-1, txns), txn_first_offset=ty.Int(-1, 2 * txns - 1),
+            coordinator_epoch=coordinator_epoch)
+        request = ty.Record(
+            Request, kind=ty.Enum(RequestKind), producer=ty.Int(0, p.producers), partition=ty.Int(0, p.partitions),
+            pid=ty.Int(0, p.producer_ids), epoch=epoch, seq=ty.Int(0, txns), result=ty.Int(0, 2),
+            coordinator_epoch=ty.Int(0, 2), txn=txn, decided=ty.Bool())
+        append = ty.Record(
+            Append, state=ty.Enum(TxnState), epoch=epoch, prior_epoch=epoch, prior_end_txn=txn,
+            client=ty.Int(0, p.producers), txn=txn, fence=ty.Bool())
+        return ty.Record(
+            TransactionsState,
+            coordinator=ty.Record(
+                Coordinator, state=ty.Enum(TxnState), fencing=ty.Bool(), failed_fence=ty.Bool(),
+                pid=ty.Int(1, p.producer_ids), producer_epoch=epoch, partitions=parts, pending_markers=parts,
+                coordinator_epoch=ty.Int(1, 2), log_state=ty.Enum(TxnState), log_epoch=epoch,
+                appending=ty.Bag(append, 1, sorted=False) if p.log_append == "replicated" else ty.Const(()),
+                txn=txn, end_txn=txn),
+            producers=ty.Tuple(ty.Record(
+                ProducerInstance, state=ty.Enum(ClientState), pid=ty.Int(0, p.producer_ids), epoch=epoch, txn=txn,
+                added=parts, sent=ty.Tuple(ty.Enum(SendState), p.partitions),
+                next_seq=ty.Tuple(ty.Int(0, txns), p.partitions)), p.producers),
+            partitions=ty.Tuple(ty.Record(
+                DataPartition, log=ty.Bag(entry, 2 * txns, sorted=False),
+                producers=ty.Tuple(producer_entry, p.producer_ids)), p.partitions),
+            network=ty.Bag(request, p.max_delayed),
+            delays=ty.Int(0, p.max_delayed),
+            txns_begun=txn,
+            init_instance=ty.Int(0, p.producers),
+            commits=ty.Set((t, q) for t in range(1, txns + 1) for q in range(1, p.partitions + 1)),
+            stale_accepted=ty.Bool(),
         )
 
     # -- clients ---------------------------------------------------------------------------------
@@ -1115,7 +1176,7 @@ class Transactions(Spec):
                     stale_accepted=s.stale_accepted or (c2 is not s.coordinator and req.producer < s.init_instance),
                 )
             elif kind == RequestKind.EndTxn:
-                result = TxnResult(req.result)
+                result = _RESULT[req.result]
                 word = "COMMIT" if result == TxnResult.Commit else "ABORT"
                 err, c2 = _end_txn(p, s.coordinator, req.pid, req.epoch, result, req.txn, 0)
                 if c2 is None:
@@ -1126,7 +1187,7 @@ class Transactions(Spec):
                     stale_accepted=s.stale_accepted or (err == _NONE and req.producer < s.init_instance),
                 )
             else:
-                result = TxnResult(req.result)
+                result = _RESULT[req.result]
                 word = "COMMIT" if result == TxnResult.Commit else "ABORT"
                 idx = req.partition - 1
                 d2 = _marker(p, s.partitions[idx], req.pid, result, req.epoch, req.coordinator_epoch, req.txn,

@@ -1,0 +1,407 @@
+"""One worker's share of a multicore search: the fingerprints it owns and the frontier states it holds.
+
+The visited set is sharded by fingerprint, as in the Spark engine: of ``count`` shards, shard ``i``
+owns the fingerprints ``f`` with ``f mod count == i`` (``f`` read as unsigned 64-bit) and keeps,
+per owned state, the fingerprint of its parent and the successor index that reached it, so a
+counterexample is rebuilt by asking the owners, one step back at a time.
+
+Every state also has its *index*, its position in the sequential engine's discovery order (the
+index of the first state of its level plus its rank), and the records are kept by index, so that
+a checkpoint (``kafkamc.checker.checkpoint``) holds exactly what the sequential engine's would.
+
+Frontier states stay with the shard that generated them (states are pickled only when the frontier
+is rebalanced). Each carries its *rank*: its position in its level in the sequential engine's
+order. A successor's *key* packs the rank of its parent, the successor index (16 bits) and the
+action (as many bits as the spec's actions need; see ``KeyLayout``): the action is a function of
+the other two, so keys sort as (rank, successor index); the
+sequential engine discovers a state at its smallest key, so the owner keeps, for every new fingerprint, the
+candidate with the smallest key, and sorting the level's new keys gives the next level's ranks.
+Hence distinct states, generated, depth, coverage, verdict and trace are the sequential engine's
+whatever the number of shards.
+
+A level, as the coordinator (``multicore``) drives it:
+
+1. ``expand``: run every action on the shard's frontier, check action properties, deduplicate
+   locally, and sort the candidates (fingerprint, key) by owner;
+2. ``merge`` (on the owner): of all candidates sent to it, drop those already visited, keep the
+   smallest key per fingerprint, record them, and tell each generator which of its keys won;
+3. ``keep`` (on the generator): the winners, with their ranks, become its next frontier; check
+   the invariants on them in rank order.
+"""
+
+from __future__ import annotations
+
+import pickle
+import sys
+from array import array
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from kafkamc.checker.checkpoint import chunked, write_frontier
+from kafkamc.checker.column import Column
+from kafkamc.checker.fingerprint import Fingerprinter
+from kafkamc.checker.fptable import FingerprintTable
+from kafkamc.checker.lineage import MAX_SUCCESSORS, Lineage
+from kafkamc.checker.manifest import FileEntry
+from kafkamc.checker.local import _classify, tally, violated_action_property
+from kafkamc.errors import KafkamcError, SpecRaised, UsageError
+from kafkamc.invariants.api import Property, fails
+from kafkamc.spec.api import Spec
+
+__all__ = ["Shard", "Abandoned", "KeyLayout"]
+
+_INDEX_BITS = 16  # successor indexes are uint16, as in the lineage
+_INDEX_MASK = (1 << _INDEX_BITS) - 1
+_EMPTY = np.empty(0, dtype=np.int64)
+
+
+@dataclass(frozen=True, slots=True)
+class KeyLayout:
+    """How a key packs (parent rank, successor index, action) into a signed 64-bit int: the action
+    in the low ``action_bits`` bits (as many as the spec's actions need), the successor index in
+    the next 16, the rank above (2^39 states a level even with 256 actions)."""
+
+    action_bits: int
+
+    @classmethod
+    def of(cls, actions: int) -> "KeyLayout":
+        return cls(max(actions - 1, 0).bit_length())
+
+    @property
+    def rank_shift(self) -> int:
+        return self.action_bits + _INDEX_BITS
+
+    @property
+    def action_mask(self) -> int:
+        return (1 << self.action_bits) - 1
+
+    def order(self, key: int) -> tuple[int, int]:
+        """(rank of the parent, successor index) of a key: the sequential engine's order."""
+        return key >> self.rank_shift, (key >> self.action_bits) & _INDEX_MASK
+
+
+def _owners(fps: np.ndarray, count: int) -> np.ndarray:
+    return (fps.view(np.uint64) % np.uint64(count)).astype(np.intp)
+
+
+def _int64(data: bytes | array) -> np.ndarray:
+    return np.frombuffer(data, dtype=np.int64).copy() if len(data) else _EMPTY
+
+
+class Abandoned(Exception):
+    """Raised in a shard, at a state boundary, when the coordinator abandons the current request
+    (a stopped run that writes its checkpoint)."""
+
+
+def _ranked(exc: SpecRaised, rank: int) -> SpecRaised:
+    # Several shards may fail in one level: the coordinator reports the first in breadth-first order.
+    exc.rank = rank  # type: ignore[attr-defined]
+    return exc
+
+
+class Shard:
+    """The fingerprints one worker owns (with their parent records) and the frontier it expands."""
+
+    # Where expand() reports (states expanded, successors generated) as it goes: shared memory
+    # the coordinator reads for progress lines and for the counts of an interrupted level.
+    meter: Any = None
+
+    def __init__(self, spec: Spec, props: Sequence[Property], key: Callable[[Any], int],
+                 fpr: Fingerprinter, deadlock: bool) -> None:
+        self.spec = spec
+        self.p = spec.p
+        self.actions = [(ai, a.name, a.fn) for ai, a in enumerate(spec.actions())]
+        self.invs = [(pr.name, pr.fn) for pr in props if pr.kind == "invariant"]
+        self.aprops = [(pr.name, pr.fn) for pr in props if pr.kind == "action"]
+        self.key = key
+        self.fpr = fpr
+        self.deadlock = deadlock
+        self.index, self.count = 0, 1
+        self.layout = KeyLayout.of(len(self.actions))
+        # The owned part of the visited set, and per fingerprint (by its position in the table) a
+        # record as the sequential engine's lineage has it: the parent's index (-1 for an initial
+        # state) and the successor index (the initial state's position for one); and the state's
+        # own index, which the coordinator sends once the level is ranked (so ``rec_index`` may
+        # lag behind by the level being built; it is sorted).
+        self.table = FingerprintTable()
+        self.rec_parent = Column(np.int32)
+        self.rec_sidx = Column(np.uint16)
+        self.rec_index = Column(np.int64)
+        # The frontier, in rank order, with each state's rank; ``base``: the same for the frontier
+        # the last expand started from, kept only for checkpoints (a stopped run's holds it; it
+        # costs a level's states until the next expand).
+        self.frontier: list[Any] = []
+        self.ranks = _EMPTY
+        self.keeps_base = False
+        self.base: tuple[list[Any], np.ndarray] = ([], _EMPTY)
+        # The candidates of the last expand, in key order.
+        self.cand: list[Any] = []
+        self.cand_keys = _EMPTY
+        self.cand_fps = _EMPTY
+        self.level_cov: tuple[list[int], list[int]] = ([], [])
+
+    def report(self, expanded: int, generated: int) -> None:
+        meter = self.meter
+        if meter is not None:
+            meter[0] = expanded
+            meter[1] = generated
+            if meter[2]:
+                raise Abandoned()
+
+    # -- the visited set -------------------------------------------------------------------
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the visited set and its records."""
+        return self.table.nbytes + self.rec_parent.nbytes + self.rec_sidx.nbytes + self.rec_index.nbytes
+
+    def add_roots(self, positions: list[int]) -> list[int]:
+        """Record the initial states just inserted into the table (``local.insert_initial``: their
+        positions among the initial states, in order); returns ``positions``."""
+        self.rec_parent.extend(np.full(len(positions), -1, dtype=np.int32))
+        self.rec_sidx.extend(np.array(positions, dtype=np.uint16))
+        self.rec_index.extend(np.arange(len(positions)))
+        return positions
+
+    def restore(self, table: FingerprintTable, lineage: Lineage, distinct: int, frontier: list[Any]) -> None:
+        """Continue from a checkpoint: its ``distinct`` visited states and their lineage, and the
+        frontier (its last states, in order)."""
+        self.table = table
+        parent, sidx = lineage.columns()
+        self.rec_parent = Column(np.int32, parent[:distinct])
+        self.rec_sidx = Column(np.uint16, sidx[:distinct])
+        self.rec_index = Column(np.int64, np.arange(distinct))
+        self.frontier = frontier
+        self.ranks = np.arange(len(frontier), dtype=np.int64)
+
+    def start(self, frontier: list[Any]) -> None:
+        """The first level: the initial states kept, in order (their ranks)."""
+        self.frontier = frontier
+        self.ranks = np.arange(len(frontier), dtype=np.int64)
+
+    def record(self, index: int) -> tuple[int, int, int] | None:
+        """(fingerprint, parent index, successor index) of the state with this index, if owned here."""
+        indexes = self.rec_index.values()
+        r = int(np.searchsorted(indexes, index))
+        if r == len(indexes) or indexes[r] != index:
+            return None
+        return self.table.fingerprint(r), self.rec_parent[r], self.rec_sidx[r]
+
+    def columns(self, upto: int) -> tuple[bytes, bytes, bytes, bytes]:
+        """The records of the states with an index below ``upto``: their indexes, fingerprints,
+        parent indexes and successor indexes (for a checkpoint)."""
+        indexes = self.rec_index.values()
+        n = int(np.searchsorted(indexes, upto))
+        return (indexes[:n].tobytes(), self.table.fingerprints()[:n].tobytes(),
+                self.rec_parent.values()[:n].tobytes(), self.rec_sidx.values()[:n].tobytes())
+
+    def split(self, index: int, count: int) -> None:
+        """Become shard ``index`` of ``count``: keep the owned fingerprints and every count-th state
+        of the frontier (interleaved, so that no shard holds only the first ranks, which win ties)."""
+        n = len(self.rec_index)  # a fork comes between levels: every record has its index
+        fps = self.table.fingerprints()[:n]
+        mine = _owners(fps, count) == index
+        self.table = FingerprintTable.of(fps[mine])
+        self.rec_parent = Column(np.int32, self.rec_parent.values()[:n][mine])
+        self.rec_sidx = Column(np.uint16, self.rec_sidx.values()[:n][mine])
+        self.rec_index = Column(np.int64, self.rec_index.values()[:n][mine])
+        self.frontier = self.frontier[index::count]
+        self.ranks = self.ranks[index::count].copy()
+        self.index, self.count = index, count
+
+    # -- a level ---------------------------------------------------------------------------
+
+    def expand(self) -> tuple[list[tuple[bytes, bytes]], int, Any, Any, tuple[list[int], list[int]]]:
+        """Successors of the frontier, first occurrences only, as per-owner (fingerprints, keys);
+        plus successors generated, the first action-property violation (rank, successor index,
+        name, target fingerprint), the rank of the first deadlock and the coverage (enabled,
+        generated per action)."""
+        p, key, aprops, constraint, fpr = self.p, self.key, self.aprops, self.spec.constraint, self.fpr
+        rank_shift, index_shift = self.layout.rank_shift, self.layout.action_bits
+        if self.keeps_base:
+            self.base = (self.frontier, self.ranks)
+        local: set[int] = set()
+        ckeys, cfps = array("q"), array("q")
+        cand: list[Any] = []
+        generated = 0
+        cov_en = [0] * len(self.actions)
+        cov_gen = [0] * len(self.actions)
+        aprop_found = None
+        dead_found = None
+        for pos, (s, rank) in enumerate(zip(self.frontier, self.ranks.tolist())):
+            if not pos & 255:
+                self.report(pos, generated)
+            if constraint is not None and not constraint(p, s):
+                continue
+            validating = fpr.validating  # once per state; check() stops at its own quota
+            base = rank << rank_shift
+            i = 0
+            try:
+                for ai, aname, fn in self.actions:
+                    j = i
+                    for label, t in fn(p, s):
+                        if validating:
+                            fpr.check(t)
+                        k = key(t)
+                        if aprops and aprop_found is None:
+                            pname = violated_action_property(p, aprops, s, aname, label, t)
+                            if pname is not None:
+                                aprop_found = (rank, i, pname, k)
+                        if k not in local:
+                            local.add(k)
+                            ckeys.append(base | i << index_shift | ai)
+                            cfps.append(k)
+                            cand.append(t)
+                        i += 1
+                    if i != j:
+                        cov_en[ai] += 1
+                        cov_gen[ai] += i - j
+            except (KafkamcError, KeyboardInterrupt) as exc:
+                if isinstance(exc, SpecRaised):
+                    raise _ranked(exc, rank)
+                raise
+            except Exception as exc:
+                raise _ranked(_classify(self.spec, s, exc, self.invs, self.aprops), rank) from exc
+            if i > MAX_SUCCESSORS:
+                raise UsageError(f"spec {self.spec.name}: a state has {i} successors; at most {MAX_SUCCESSORS} are supported")
+            generated += i
+            if i == 0 and self.deadlock and dead_found is None:
+                dead_found = rank
+        self.cand = cand
+        self.cand_keys = _int64(ckeys)
+        self.cand_fps = _int64(cfps)
+        self.level_cov = (cov_en, cov_gen)
+        self.report(len(self.frontier), generated)
+        if self.count == 1:
+            out = [(self.cand_fps.tobytes(), self.cand_keys.tobytes())]
+        else:
+            own = _owners(self.cand_fps, self.count)
+            order = np.argsort(own, kind="stable")  # each owner's candidates stay in key order
+            bounds = np.searchsorted(own[order], np.arange(self.count + 1))
+            out = []
+            for o in range(self.count):
+                sel = order[bounds[o]:bounds[o + 1]]
+                out.append((self.cand_fps[sel].tobytes(), self.cand_keys[sel].tobytes()))
+        return out, generated, aprop_found, dead_found, self.level_cov
+
+    def merge(self, parts: Sequence[tuple[bytes, bytes]], level_start: int) -> list[bytes]:
+        """Of the candidates each shard sent here (``parts[g]`` from shard ``g``), record the new
+        fingerprints at their smallest key (the level expanded starts at index ``level_start``);
+        per generator, the keys it won, sorted."""
+        fps = np.concatenate([_int64(f) for f, _ in parts])
+        keys = np.concatenate([_int64(k) for _, k in parts])
+        src = np.repeat(np.arange(len(parts)), [len(k) // 8 for _, k in parts])
+        if not len(keys):
+            return [b""] * len(parts)
+        # Keys are distinct (one per parent and successor index): in key order, a fingerprint's
+        # first occurrence is its smallest key; np.unique reports first occurrences.
+        order = np.argsort(keys)
+        _, first = np.unique(fps[order], return_index=True)
+        sel = order[np.sort(first)]  # the winning candidates, in key order
+        winners = sel[self.table.insert(fps[sel])]  # indexed in key order, like their records
+        wkeys = keys[winners]
+        self.rec_parent.extend((level_start + (wkeys >> self.layout.rank_shift)).astype(np.int32))
+        self.rec_sidx.extend(((wkeys >> self.layout.action_bits) & _INDEX_MASK).astype(np.uint16))
+        wsrc = src[winners]
+        return [wkeys[wsrc == g].tobytes() for g in range(len(parts))]
+
+    def keep(self, won: bytes, ranks: bytes, owned: bytes) -> tuple[int, Any, list[int], int]:
+        """The candidates whose keys ``won`` (sorted), ranked ``ranks``, become the frontier; the
+        states this shard recorded in the last merge get the indexes ``owned``. Returns the
+        frontier's size, its first invariant violation in rank order (key, name, rank), the states
+        each action found first and the bytes of the visited set."""
+        self.rec_index.extend(_int64(owned))
+        wkeys = _int64(won)
+        idx = np.searchsorted(self.cand_keys, wkeys)
+        cand = self.cand
+        nxt = [cand[j] for j in idx.tolist()]
+        dist = self._distinct(wkeys)
+        self.ranks = _int64(ranks)
+        self.frontier = nxt
+        self.cand, self.cand_keys, self.cand_fps = [], _EMPTY, _EMPTY
+        return len(nxt), self._first_violation(nxt, wkeys), dist, self.nbytes
+
+    def _first_violation(self, states: list[Any], keys: np.ndarray) -> tuple[int, str, int] | None:
+        """The first of ``states`` (in rank order) that violates an invariant: (key, name, rank)."""
+        p, invs = self.p, self.invs
+        if not invs:
+            return None
+        pos, name, t = 0, "", None
+        try:
+            # Inline rather than local.first_violation per state: a call per state costs ~5%.
+            meter = self.meter
+            for pos, t in enumerate(states):
+                if not pos & 255 and meter is not None and meter[2]:
+                    raise Abandoned()
+                for name, fn in invs:
+                    r = fn(p, t)
+                    if r is not True and fails(r, f"invariant {name}", t):
+                        return int(keys[pos]), name, int(self.ranks[pos])
+        except (KafkamcError, Abandoned):
+            raise
+        except Exception as exc:
+            raise _ranked(SpecRaised(f"invariant {name}", t, exc), int(self.ranks[pos])) from exc
+        return None
+
+    def _distinct(self, keys: np.ndarray) -> list[int]:
+        """Per action, how many of these winning keys it yielded (the states it found first)."""
+        return np.bincount(keys & self.layout.action_mask, minlength=len(self.actions)).tolist()
+
+    def tally(self, cut: int, won: bytes) -> tuple[list[int], list[int], list[int]]:
+        """Coverage of a level cut short by a bound at the successor with key ``cut``, as the
+        sequential engine counts it: enabled and generated per action up to that successor,
+        distinct among the keys ``won`` below it."""
+        wkeys = _int64(won)
+        dist = self._distinct(wkeys[wkeys < cut])
+        cut_rank, cut_i = self.layout.order(cut)
+        before = int(np.searchsorted(self.ranks, cut_rank))  # the states expanded in full
+        en, gen = tally(self.p, self.actions, self.spec.constraint, self.frontier[:before], sys.maxsize - 1)
+        if before < len(self.frontier) and self.ranks[before] == cut_rank:  # the state cut short is here
+            part = tally(self.p, self.actions, self.spec.constraint, self.frontier[before:before + 1], cut_i)
+            en = [a + b for a, b in zip(en, part[0])]
+            gen = [a + b for a, b in zip(gen, part[1])]
+        return en, gen, dist
+
+    # -- checkpoints -------------------------------------------------------------------------
+
+    def scatter(self, bounds: Sequence[int], which: str) -> list[bytes]:
+        """The frontier (``frontier``, or ``base``: the one the last expand started from) cut by
+        rank at ``bounds``: part ``w`` holds its states of ranks ``bounds[w]`` to ``bounds[w + 1]``,
+        with their ranks, for the shard that writes that part of a checkpoint."""
+        states, ranks = self.base if which == "base" else (self.frontier, self.ranks)
+        cuts = np.searchsorted(ranks, bounds).tolist()
+        return [pickle.dumps((states[a:b], ranks[a:b].tobytes()), protocol=pickle.HIGHEST_PROTOCOL)
+                for a, b in zip(cuts, cuts[1:])]
+
+    def dump(self, directory: str, name: str, parts: Sequence[bytes]) -> tuple[FileEntry, int]:
+        """Write the states ``scatter`` sent here, in rank order, as a checkpoint's frontier file."""
+        states: list[Any] = []
+        ranks = []
+        for data in parts:
+            part, r = pickle.loads(data)
+            states.extend(part)
+            ranks.append(_int64(r))
+        order = np.argsort(np.concatenate(ranks) if ranks else _EMPTY, kind="stable").tolist()
+        ordered = [states[j] for j in order]
+        return write_frontier(directory, name, chunked(ordered)), len(ordered)
+
+    # -- rebalancing -------------------------------------------------------------------------
+
+    def take(self, count: int) -> bytes:
+        """Give away the last ``count`` states of the frontier, with their ranks and fingerprints."""
+        cut = len(self.frontier) - count
+        moved = (self.frontier[cut:], self.ranks[cut:].tobytes())
+        self.frontier, self.ranks = self.frontier[:cut], self.ranks[:cut].copy()
+        return pickle.dumps(moved, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def give(self, data: bytes) -> int:
+        """Take states given away by another shard, keeping the frontier in rank order."""
+        states, ranks = pickle.loads(data)
+        everything = self.frontier + states
+        ranks_all = np.concatenate([self.ranks, _int64(ranks)])
+        order = np.argsort(ranks_all, kind="stable")
+        self.frontier = [everything[j] for j in order.tolist()]
+        self.ranks = ranks_all[order]
+        return len(self.frontier)
