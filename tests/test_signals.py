@@ -185,7 +185,7 @@ def test_interrupted_level_counts_the_work_done_in_it():
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_progress_lines_within_a_long_level(workers):
-    """With the interval shortened to 0.2 s, progress lines keep coming within a level of 1.5 s,
+    """With the interval shortened to 0.2 s, progress lines keep coming within a level of 3 s,
     and they carry the rate and the memory of all processes."""
     times, stats = [], []
 
@@ -193,14 +193,16 @@ def test_progress_lines_within_a_long_level(workers):
         times.append(time.monotonic())
         stats.append(s)
 
-    spec = Wide(width=1500, depth=2, delay_us=1000)  # level 2 takes 1.5 s to expand
+    spec = Wide(width=1500, depth=2, delay_us=2000)  # level 2 takes 3 s to expand
     result = explore_multicore(spec, workers=workers, progress=progress, progress_every=0.2, fork_threshold=100)
     assert result.result == "ok" and result.distinct_states == 1 + 2 * 1500
     inside = [s for s in stats if s.within_level]
     assert len(inside) >= 3, stats
     gaps = [b - a for a, b in zip(times, times[1:])]
-    # Without lines within levels: one gap of the whole level (1.5 s, more on a busy machine).
-    assert max(gaps) < 1.2, gaps
+    # Without lines within levels: one gap of the whole level (3 s, more on a busy machine). The
+    # limit leaves room for a loaded machine (gaps of 1.2 to 3.1 s were seen at load 20 with a
+    # 0.2 s interval) and is still below the level's own length.
+    assert max(gaps) < 2.4, gaps
     for s in stats:
         assert s.memory is not None and s.memory > 1 << 20 and s.rate is not None
     if workers == 1:
