@@ -156,7 +156,7 @@ def checkpointer(args: argparse.Namespace, spec: Spec, props: Sequence[Property]
     every = 10.0 if args.checkpoint_every is None else args.checkpoint_every
     cls = Checkpointer
     if args.engine == SPARK:
-        from kafkamc.checker.spark_checkpoint import SparkCheckpointer as cls  # needs numpy: the spark extra
+        from kafkamc.checker.spark_checkpoint import SparkCheckpointer as cls  # imported only for a Spark checkpoint
     return cls(args.checkpoint, identity, options, every * 60.0, manifest)
 
 
