@@ -23,6 +23,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
+from kafkamc.checker.codec import codec_for
+
 __all__ = ["Frontier", "FrontierStore", "estimate_bytes", "DEFAULT_FRONTIER_MEMORY", "SPILL_CHUNK"]
 
 # kafkamc check's default budget (--frontier-memory).
@@ -59,6 +61,25 @@ def estimate_bytes(states: list[Any]) -> int:
                 elif hasattr(o, "__dict__"):
                     todo.append(vars(o))
     return max(1, total // len(states))
+
+
+def _encoded(part: list[Any]) -> tuple[str, Any]:
+    """A chunk as it is pickled: its states as plain tuples (``codec``: pickled in C, about three
+    times faster than slotted dataclasses) when they are all of one type whose codec gives back
+    the chunk's first state exactly, else the states themselves."""
+    tp = type(part[0]) if part else None
+    codec = codec_for(tp) if tp is not None else None
+    if codec is not None and codec.plain and all(type(s) is tp for s in part) and codec.round_trips(part[0]):
+        return "T", (tp, list(map(codec.enc, part)))
+    return "O", part
+
+
+def _decoded(data: tuple[str, Any]) -> list[Any]:
+    kind, body = data
+    if kind == "T":
+        tp, plain = body
+        return list(map(codec_for(tp).dec, plain))
+    return body
 
 
 class FrontierStore:
@@ -164,7 +185,7 @@ class Frontier:
             self._path = self._store._file()
             self._file = open(self._path, "wb")
             self._store.spilled_levels += 1
-        pickle.dump(part, self._file, protocol=pickle.HIGHEST_PROTOCOL)
+        pickle.dump(_encoded(part), self._file, protocol=pickle.HIGHEST_PROTOCOL)
         self._chunks_on_disk += 1
 
     def chunks(self, size: int) -> Iterator[list[Any]]:
@@ -178,7 +199,7 @@ class Frontier:
         if self._path is not None:
             with open(self._path, "rb") as f:
                 for _ in range(self._chunks_on_disk):
-                    part = pickle.load(f)
+                    part = _decoded(pickle.load(f))
                     for i in range(0, len(part), size):
                         yield part[i:i + size]
         mem = self._mem
