@@ -188,14 +188,19 @@ class Frontier:
         pickle.dump(_encoded(part), self._file, protocol=pickle.HIGHEST_PROTOCOL)
         self._chunks_on_disk += 1
 
-    def chunks(self, size: int) -> Iterator[list[Any]]:
-        """The states in order, in lists of at most ``size`` (a list from the file may be shorter).
-        The level is complete from the first call on (``extend`` no more); its file stays until
-        ``discard``."""
+    def seal(self) -> None:
+        """The level is complete: close its file (before a fork, so that no process inherits
+        unwritten buffered chunks, which each would write again when it ends)."""
         if self._file is not None:
             self._store.bytes_written += self._file.tell()
             self._file.close()
             self._file = None
+
+    def chunks(self, size: int) -> Iterator[list[Any]]:
+        """The states in order, in lists of at most ``size`` (a list from the file may be shorter).
+        The level is complete from the first call on (``extend`` no more); its file stays until
+        ``discard``."""
+        self.seal()
         if self._path is not None:
             with open(self._path, "rb") as f:
                 for _ in range(self._chunks_on_disk):

@@ -647,6 +647,7 @@ def _fork(ctx: Any, local: _Local, workers: int) -> tuple[list[_Handle], list[in
     """Fork ``workers`` processes from the parent's shard; each keeps its share of it."""
     handles: list[_Handle] = []
     local.shard.store.share()  # every worker writes its files there; the parent removes it
+    local.shard.frontier.seal()
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _FORK_BLOCKED)
     try:
         for w in range(workers):
