@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
 from kafkamc.invariants.api import Property
+from kafkamc.prover.branchfree import branch_free
 from kafkamc.prover.prove import DEFAULT_TIMEOUT, prove
 from kafkamc.prover.result import PROVED, TYPE_OK, UNKNOWN, ProofResult
 from kafkamc.spec.api import Spec
@@ -43,11 +44,14 @@ DEFAULT_MINE_STATES = 20_000  # states of the mining run (a filter only: more st
 class Candidate:
     name: str  # kebab-case
     expr: str  # a Python expression over p and s
-    fn: Callable[..., bool] = field(compare=False)
+    fn: Callable[..., bool] = field(compare=False)  # the expression as written (mining, the printed module)
+    # The same expression with its forks replaced by combinators (``branchfree.py``): equal on
+    # every concrete state, and one path for the symbolic executor; what ``prove`` runs.
+    symbolic: Callable[..., Any] | None = field(default=None, compare=False)
 
     @property
     def prop(self) -> Property:
-        return Property(self.name, f"inferred: {self.expr}", "invariant", self.fn)
+        return Property(self.name, f"inferred: {self.expr}", "invariant", self.symbolic or self.fn)
 
 
 @dataclass(frozen=True, slots=True)
@@ -363,7 +367,7 @@ def mine(spec: Spec, max_states: int = DEFAULT_MINE_STATES) -> tuple[list[Candid
         while name in used:
             name, n = f"{base}-{n}", n + 1
         used.add(name)
-        kept.append(Candidate(name, expr, fn))
+        kept.append(Candidate(name, expr, fn, branch_free(expr, names)))
     return _pruned(kept), len(exprs), len(states)
 
 

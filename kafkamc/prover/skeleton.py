@@ -205,6 +205,23 @@ class Skeletons:
         self.solver = z3.Solver()
         self.solver.add(facts)
         self.entries: dict[Any, _Entry] = {}
+        # The entry whose C(x) the solver holds in a scope of its own: the formulas of one
+        # skeleton's targets are computed one after the other, and asserting C(x) again for each
+        # was a fifth of a Houdini round over 600 members (py-spy). Template variables are shared
+        # by name between skeletons, so the scope is left before any other entry's is entered.
+        self._scoped: _Entry | None = None
+
+    def _enter(self, entry: _Entry) -> None:
+        if self._scoped is not entry:
+            self._leave()
+            self.solver.push()
+            self.solver.add(entry.in_domain)
+            self._scoped = entry
+
+    def _leave(self) -> None:
+        if self._scoped is not None:
+            self.solver.pop()
+            self._scoped = None
 
     def of(self, pre: Any, post: Any) -> Skeleton | None:
         """The skeleton of the step ``pre -> post``, or None when none can be made."""
@@ -225,6 +242,7 @@ class Skeletons:
             in_domain = fast_and([member(self.dom, values[0]), member(self.dom, values[1])])
         except (SymbolicUnsupported, TypeError):
             in_domain, values, variables = z3.BoolVal(False), (), []
+        self._leave()
         solver = self.solver
         solver.push()
         solver.add(in_domain)
@@ -246,20 +264,17 @@ class Skeletons:
                  budget: Budget) -> tuple[z3.BoolRef | None, int]:
         pre, post = entry.values
         args = (self.p, post) if kind == "invariant" else (self.p, pre, "", post)
-        solver = self.solver
-        solver.push()
-        solver.add(entry.in_domain)
+        self._enter(entry)
         counted = Budget(deadline=budget.deadline, max_paths=budget.max_paths - budget.paths,
                          max_values=budget.max_values)
         try:
-            ex = Explorer(solver, entry.model, counted, formatting_allowed=False, prune=False)
+            ex = Explorer(self.solver, entry.model, counted, formatting_allowed=False, prune=False)
             with isolated():
                 formula = ex.formula(fn, *args)
             return formula, counted.paths
         except SymbolicUnsupported:
             return None, 0
         finally:
-            solver.pop()
             # Solver time is charged where it is spent; the check count (a statistic that should
             # not depend on which worker computed what) is not.
             budget.solver_seconds += counted.solver_seconds
