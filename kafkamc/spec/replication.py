@@ -76,7 +76,10 @@ from kafkamc.invariants.replication import (
     follower_matches_leader,
     isr_can_recover,
     current_leader_isr_in_zookeeper,
+    high_watermark_within_log,
     leader_epochs_assigned,
+    one_record_per_epoch_and_offset,
+    records_written_before,
     leader_in_isr,
     no_acked_data_loss,
     no_divergence,
@@ -618,6 +621,9 @@ class Replication(Spec):
         # Auxiliary invariants for ``kafkamc prove`` (not defaults; each holds under ``check`` too).
         leader_epochs_assigned,
         current_leader_isr_in_zookeeper,
+        high_watermark_within_log,
+        one_record_per_epoch_and_offset,
+        records_written_before,
     )
     recoverability = (partition_can_recover, isr_can_recover)
     liveness = (follower_catches_up, follower_learns_high_watermark)
