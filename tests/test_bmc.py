@@ -22,6 +22,7 @@ from kafkamc.cli.main import main
 from kafkamc.counterexamples.trace import replay
 from kafkamc.errors import SpecRaised, SymbolicUnsupported, UsageError
 from kafkamc.prover.bmc import bmc
+from kafkamc.spec import domain as d
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import provespecs as ps  # noqa: E402
@@ -62,6 +63,10 @@ class Pairs(Spec):
 
     def init_states(p):
         yield Pair(0, 0, Light.RED, ())
+
+    def domain(p):
+        return d.Record(Pair, x=d.Int(0, p.bound), y=d.Int(0, p.bound), light=d.Enum(Light),
+                        log=d.Bag(d.Int(0, p.bound), 3, sorted=False))
 
     @action
     def inc_x(p, s):
@@ -114,6 +119,9 @@ class ManyStarts(Spec):
     def init_states(p):
         for n in range(p.starts):
             yield ps.Count(n)
+
+    def domain(p):
+        return d.Record(ps.Count, n=d.Int(0, max(p.bound, p.starts - 1)))
 
     @action
     def step(p, s):
@@ -191,6 +199,9 @@ class Reader(Spec):
 
     def init_states(p):
         yield Slots((1, 3, 2, 5), 0, False)
+
+    def domain(p):
+        return d.Record(Slots, log=d.Const((1, 3, 2, 5)), pos=d.Int(0, 4), seen_big=d.Bool())
 
     @action
     def read(p, s):
@@ -270,3 +281,38 @@ def test_kafka_group_runs_set_building_code_per_valuation():
     assert explore(spec, props, max_depth=6).result == "incomplete"
     result = bmc(spec, props, 5)
     assert result.result == "incomplete" and result.extra["bmc_depth"] == 5 and result.extra["paths"] > 0
+
+
+class NarrowPairs(Pairs):
+    """Pairs whose declared domain stops x at 2 while the actions count it to ``bound``: a reachable
+    state the encoding cannot represent."""
+
+    name = "bmc-narrow-pairs"
+
+    def domain(p):
+        return d.Record(Pair, x=d.Int(0, 2), y=d.Int(0, p.bound), light=d.Enum(Light),
+                        log=d.Bag(d.Int(0, 2), 3, sorted=False))
+
+
+class NoDomain(Spec):
+    name = "bmc-no-domain"
+    invariants = (ps.count_non_negative,)
+
+    def init_states(p):
+        yield ps.Count(0)
+
+    @action
+    def step(p, s):
+        if s.n < 3:
+            yield "Step", ps.Count(s.n + 1)
+
+
+def test_a_state_outside_the_domain_is_an_error_never_none_up_to_k():
+    spec = NarrowPairs(limit=30)
+    # Within 2 steps x stays in the domain: a bounded answer.
+    assert bmc(spec, [spec.property_named("bmc-sum-small")], 2).result == "incomplete"
+    # The third IncX leaves it: named, exit 3, never "no violation within 5 steps".
+    with pytest.raises(SymbolicUnsupported, match="inc_x leaves the domain"):
+        bmc(spec, [spec.property_named("bmc-sum-small")], 5)
+    with pytest.raises(SymbolicUnsupported, match="declares no domain"):
+        bmc(NoDomain(), list(NoDomain().properties()), 2)

@@ -125,7 +125,10 @@ class _Opaque:
     __slots__ = ()
 
     def __hash__(self) -> int:
-        raise unsupported("hash() of a symbolic value (a dict key or set member)")
+        err = unsupported("hash() of a symbolic value (a dict key or set member)")
+        # The term that needed a concrete value: ``bmc`` runs the code again once per value of it.
+        err.term = getattr(self, "z", None)
+        raise err
 
     def __int__(self) -> int:
         raise unsupported("int() of a symbolic value")

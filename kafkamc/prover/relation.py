@@ -1,0 +1,263 @@
+"""The transition relation of ``bmc``: each action run ONCE per shape of the domain, symbolically,
+on a state of that shape whose every leaf is a variable of the layout (``layout.py``).
+
+A shape's state is built from the spec's declared domain (TypeOK) with the generic variables
+(prefix ``x``); its domain facts (int bounds, enum ranges) are the solver's base, so a branch is
+followed when some state of the domain takes it, and an index enumerates the values the domain
+gives it. Each path becomes a *move*: its path condition over ``x``, the variables it assigns (a
+successor's live variable whose term is not the pre-state's own variable, a site whose
+alternative changes) and the condition for its successor to be in the domain. Nothing here
+depends on a depth: the unrolling (``bmc.py``) substitutes each depth's copy of the vector.
+
+Also per shape: each invariant and the constraint as a formula over ``x``, and the conditions
+under which an invariant, the constraint or an action raised (a reachable state meeting one is
+found again concretely and reported as ``check`` reports it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import z3
+
+from kafkamc.checker.symbolic import Budget, Explorer, SolverUnknown, SymBool, SymInt, guarded
+from kafkamc.checker.symbolic.context import current
+from kafkamc.checker.symbolic.values import fast_and, fast_or, fast_simplify
+from kafkamc.errors import KafkamcError, SymbolicUnsupported
+from kafkamc.invariants.api import Property
+from kafkamc.prover.layout import Layout, Shape
+from kafkamc.spec.api import Spec
+
+__all__ = ["Move", "ShapeRelation", "relate"]
+
+# Most states of a shape run one by one when an action's code needs concrete values.
+_MAX_VALUATIONS = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    """One path of one action from one shape: ``pc`` over ``x``, and what it assigns."""
+
+    shape: int
+    action: str
+    pc: z3.BoolRef
+    assigns: tuple[tuple[str, z3.ExprRef], ...]  # (layout key, term over x)
+
+
+@dataclass(frozen=True, slots=True)
+class ShapeRelation:
+    """Everything ``bmc`` needs of one shape, over the generic variables ``x``."""
+
+    shape: Shape
+    facts: z3.BoolRef  # the domain facts of the shape's template
+    props: tuple[z3.BoolRef, ...]  # each invariant, in the order asked
+    expand: z3.BoolRef  # the constraint (True without one): only such states are expanded
+    raised_check: z3.BoolRef  # an invariant or the constraint raised here
+    raised_action: z3.BoolRef  # an action raised here (on an expanded state)
+    escapes: z3.BoolRef  # an action's successor is outside the domain (on an expanded state)
+    moves: tuple[Move, ...]
+    paths: int  # symbolic paths explored (actions and formulas)
+
+
+def relate(spec: Spec, props: Sequence[Property], layout: Layout, budget: Budget,
+           progress: Callable[[int, int], None] | None = None) -> list[ShapeRelation]:
+    """The relation of every shape of ``layout``, in shape order."""
+    out = []
+    for shape in layout.shapes:
+        out.append(_one(spec, props, layout, shape, budget))
+        if progress is not None:
+            progress(shape.index + 1, len(layout.shapes))
+    return out
+
+
+def _one(spec: Spec, props: Sequence[Property], layout: Layout, shape: Shape, budget: Budget) -> ShapeRelation:
+    p = spec.p
+    tmpl, facts_list = layout.template(shape, "x")
+    facts = fast_and(facts_list)
+    solver = z3.Solver()
+    solver.add(facts)
+    before = budget.paths
+    ex = Explorer(solver, None, budget, formatting_allowed=True)
+    ex.model = ex.model_of(z3.BoolVal(True))
+    if ex.model is None:  # a shape with no state (contradictory facts): no formula at all
+        false = z3.BoolVal(False)
+        return ShapeRelation(shape, false, tuple(false for _ in props), false, false, false, false, (), 0)
+    ex.rebase()
+    raised: list[z3.BoolRef] = []
+    cons = type(spec).constraint
+    with guarded():
+        formulas = tuple(ex.formula(_catching(pr.fn, raised), p, tmpl) for pr in props)
+        expand = ex.formula(_catching(cons, raised), p, tmpl) if cons is not None else z3.BoolVal(True)
+    found: list[tuple[str, z3.BoolRef, Any]] = []
+    raised_act: list[z3.BoolRef] = []
+    for act in type(spec).actions():
+        try:
+            _explore(p, act, tmpl, solver, budget, {}, found, raised_act)
+        except SymbolicUnsupported as exc:
+            raise SymbolicUnsupported(f"{act.name}: {exc}") from None
+    pre_choice = dict(shape.choices)
+    moves = []
+    escapes = []
+    for name, pc, post in found:
+        m = layout.match(post)
+        inside = fast_simplify(m.inside)
+        if not z3.is_true(inside):
+            escapes.append(fast_and([pc, z3.Not(inside)]))
+            if z3.is_false(inside):
+                continue
+        assigns = [(key, term) for key, term in m.terms.items() if not term.eq(layout.variables[key])]
+        assigns.extend(("#" + site, z3.IntVal(k)) for site, k in m.choices.items() if pre_choice.get(site) != k)
+        moves.append(Move(shape.index, name, pc, tuple(sorted(assigns, key=lambda a: a[0]))))
+    return ShapeRelation(shape, facts, formulas, expand, fast_or(raised), fast_or(raised_act),
+                         fast_or(escapes), _merged(moves), budget.paths - before)
+
+
+def _merged(moves: list[Move]) -> tuple[Move, ...]:
+    """Moves that assign the same terms to the same variables, as one move whose condition is the
+    disjunction of theirs (first-seen order): many paths differ only in a branch that left the
+    successor the same, and each move costs the unrolling a selector per depth (the controller's
+    1,902 paths at brokers=2 are 408 distinct moves)."""
+    groups: dict[tuple[Any, ...], list[Move]] = {}
+    for m in moves:
+        groups.setdefault(tuple((k, t.get_id()) for k, t in m.assigns), []).append(m)
+    return tuple(Move(ms[0].shape, "/".join(dict.fromkeys(m.action for m in ms)), fast_or([m.pc for m in ms]),
+                      ms[0].assigns) for ms in groups.values())
+
+
+def _explore(p: Any, act: Any, tmpl: Any, solver: z3.Solver, budget: Budget, fixed: dict[z3.ExprRef, Any],
+             found: list[tuple[str, z3.BoolRef, Any]], raised: list[z3.BoolRef]) -> None:
+    """Every path of ``act`` on ``tmpl`` with the variables of ``fixed`` made those concrete values.
+
+    Code that needs a concrete value (a hash: a set of pairs holding an offset) is refused on a
+    symbolic one; the action then runs again once per value the domain gives the term it needed
+    (its variables fixed, each valuation a conjunct of its paths, so the moves stay exact), up to
+    ``_MAX_VALUATIONS`` in all; beyond that, or when the refusal names no term, it stands."""
+    at = fast_and([v == _term(x) for v, x in fixed.items()])
+    state = _fix(tmpl, fixed)
+    solver.push()
+    try:
+        solver.add(at)
+        ex = Explorer(solver, None, budget, formatting_allowed=True)
+        ex.model = ex.model_of(z3.BoolVal(True))
+        if ex.model is None:
+            return
+        ex.rebase()
+        mark = (len(found), len(raised))
+
+        def body() -> None:
+            try:
+                for _label, post in act.fn(p, state):
+                    if ex.fresh():
+                        found.append((act.name, fast_and([at, ex.path_condition()]), post))
+            except KafkamcError:
+                raise
+            except Exception:
+                # A domain state raises here; whether a reachable one does is asked of the unrolling.
+                if ex.fatal is not None:
+                    raise ex.fatal from None
+                raised.append(fast_and([at, ex.path_condition()]))
+
+        try:
+            with guarded():
+                for _ in ex.paths(body):
+                    pass
+            return
+        except SymbolicUnsupported as exc:
+            term = getattr(exc, "term", None)
+            free = [v for v in _constants(term) if not any(v.eq(f) for f in fixed)] if term is not None else []
+            if not free:
+                raise
+            del found[mark[0]:], raised[mark[1]:]
+            values = _valuations(solver, free, _MAX_VALUATIONS)
+            if values is None:
+                raise
+    finally:
+        solver.pop()
+    for valuation in values:
+        _explore(p, act, tmpl, solver, budget, {**fixed, **valuation}, found, raised)
+
+
+def _valuations(solver: z3.Solver, free: list[z3.ExprRef], most: int) -> list[dict[z3.ExprRef, Any]] | None:
+    """Every valuation of ``free`` under the solver's assertions, or None when there are more than ``most``."""
+    out: list[dict[z3.ExprRef, Any]] = []
+    solver.push()
+    try:
+        while True:
+            verdict = solver.check()
+            if verdict == z3.unknown:
+                raise SolverUnknown(solver.reason_unknown())
+            if verdict == z3.unsat:
+                return out
+            model = solver.model()
+            values = {v: model.eval(v, model_completion=True) for v in free}
+            out.append({v: (z3.is_true(x) if z3.is_bool(x) else x.as_long()) for v, x in values.items()})
+            if len(out) > most:
+                return None
+            solver.add(fast_or([v != x for v, x in values.items()]))
+    finally:
+        solver.pop()
+
+
+def _term(value: Any) -> z3.ExprRef:
+    return z3.BoolVal(value) if isinstance(value, bool) else z3.IntVal(value)
+
+
+def _constants(term: z3.ExprRef) -> list[z3.ExprRef]:
+    """The uninterpreted constants (state variables) of ``term``, in first-seen order."""
+    out: list[z3.ExprRef] = []
+    seen: set[int] = set()
+    todo = [term]
+    while todo:
+        t = todo.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            out.append(t)
+        else:
+            todo.extend(t.children())
+    return sorted(out, key=lambda v: v.decl().name())
+
+
+def _fix(value: Any, fixed: dict[z3.ExprRef, Any]) -> Any:
+    """``value`` with each leaf whose variable is in ``fixed`` made that concrete value."""
+    if not fixed:
+        return value
+    if isinstance(value, SymInt):
+        for v, x in fixed.items():
+            if value.z.eq(v):
+                return value.enum(x) if value.enum is not None else x
+        return value
+    if isinstance(value, SymBool):
+        for v, x in fixed.items():
+            if value.z.eq(v):
+                return x
+        return value
+    if isinstance(value, tuple):
+        return tuple(_fix(x, fixed) for x in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = [f for f in dataclasses.fields(value) if f.init]
+        return type(value)(**{f.name: _fix(getattr(value, f.name), fixed) for f in fields})
+    return value
+
+
+def _catching(fn: Any, raised: list[z3.BoolRef]) -> Any:
+    """``fn`` as a predicate whose exceptions on a symbolic state are recorded (the path's
+    condition) instead of stopping the exploration; the unrolling asks whether a reachable state
+    meets one."""
+
+    def run(*args: Any) -> Any:
+        try:
+            return fn(*args)
+        except KafkamcError:
+            raise
+        except Exception:
+            ex = current()
+            if ex.fatal is not None:
+                raise ex.fatal from None
+            raised.append(ex.path_condition())
+            return True
+
+    return run
