@@ -32,7 +32,8 @@ GROUP_PROOF = ("no-double-assignment", "members-belong-to-consumers", "member-id
 REPLICATION_PROOF = ("leader-in-isr", "leader-epochs-assigned", "current-leader-isr-in-zookeeper")
 REPLICATION_SMALL = {"track_visible": False, "log_size": 1, "max_leader_epoch": 1}
 # What strong-isr asks for so far (docs/prove.md): not yet inductive with these.
-STRONG_ISR_AUX = ("high-watermark-within-log", "one-record-per-epoch-and-offset", "records-written-before")
+STRONG_ISR_AUX = ("high-watermark-within-log", "one-record-per-epoch-and-offset", "records-written-before",
+                  "records-of-epochs-acted-on")
 # What no-double-ownership asks for so far (docs/prove.md).
 OWNERSHIP_AUX = ("eager-rejoin-owns-nothing", "consumers-hold-their-assignment")
 TRANSACTIONS_PROOF = ("epochs-committed-before-use", "producers-initialised-before-sending", "transaction-batches-once",
@@ -52,7 +53,9 @@ def _in_domain(spec) -> Property:
 
 def _query(spec, action, names, targets=None):
     targets = tuple(names) + (TYPE_OK,) if targets is None else targets
-    return run_query(spec, Job(action, targets), _props(spec, names), liftable(type(spec)), 120, 200_000)
+    # A generous wall-clock limit: on a loaded host a query past it is unknown, which fails a test
+    # that expects proved for a reason that is not the proof's.
+    return run_query(spec, Job(action, targets), _props(spec, names), liftable(type(spec)), 900, 200_000)
 
 
 # -- symbolic sets ---------------------------------------------------------------------------------
@@ -225,8 +228,10 @@ def test_transactions_epochs_committed_before_use_holds_under_check():
 
 @pytest.mark.parametrize("action", ["InitProducerId", "BeginTransaction"])
 def test_transactions_epochs_kept_for_every_epoch_bound(action):
+    # Two instances: InitProducerId fences the older one's transaction. These two actions need
+    # only the first two invariants (the log's are costlier to compute on the pre-state).
     spec = Transactions(partitions=1, max_transactions=1, max_delayed=0)
-    queries, ctis = _query(spec, action, TRANSACTIONS_PROOF)
+    queries, ctis = _query(spec, action, TRANSACTIONS_PROOF[:2])
     assert not ctis and all(q.verdict == PROVED for q in queries)
 
 

@@ -279,10 +279,14 @@ def producers_initialised_before_sending(p, s) -> bool:
     bumped: at most one batch per partition and client transaction, and client transactions are
     numbered 1, 2, ... in the order they began (over all instances), so an instance in transaction
     ``t`` has sent at most ``t`` batches to a partition, ``t - 1`` if transaction ``t`` has not
-    sent to it. An instance's transaction is one that began. An auxiliary invariant for
-    ``kafkamc prove``."""
+    sent to it. An instance's transaction is one that began, and is no other instance's. An
+    auxiliary invariant for ``kafkamc prove``."""
     begun = s.txns_begun
-    for pr in s.producers:
+    producers = s.producers
+    # Each client transaction is one instance's: two instances never hold the same number.
+    if any((a.txn > 0) & (a.txn == b.txn) for k, a in enumerate(producers) for b in producers[k + 1:]):
+        return False
+    for pr in producers:
         if pr.state != _NOT_STARTED and (pr.pid < 1 or pr.epoch < 0):
             return False
         txn = pr.txn

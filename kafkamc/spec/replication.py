@@ -79,6 +79,7 @@ from kafkamc.invariants.replication import (
     high_watermark_within_log,
     leader_epochs_assigned,
     one_record_per_epoch_and_offset,
+    records_of_epochs_acted_on,
     records_written_before,
     leader_in_isr,
     no_acked_data_loss,
@@ -624,6 +625,7 @@ class Replication(Spec):
         high_watermark_within_log,
         one_record_per_epoch_and_offset,
         records_written_before,
+        records_of_epochs_acted_on,
     )
     recoverability = (partition_can_recover, isr_can_recover)
     liveness = (follower_catches_up, follower_learns_high_watermark)
