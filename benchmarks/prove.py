@@ -29,11 +29,26 @@ CONTROLLER_AUX = ["controller-epoch-zk-version-in-step", "controller-context-epo
 CONTROLLER_PROVED = CONTROLLER_DEFAULTS + ["controller-epoch-bumped-by-owner", "requests-reach-their-incarnation"] \
     + CONTROLLER_AUX
 
+# The proofs of docs/prove.md "Beyond controller" (the root kafkamc.toml pins the first three).
+GROUP_PROVED = ["no-double-assignment", "members-belong-to-consumers", "member-ids-unique"]
+REPLICATION_PROVED = ["leader-in-isr", "leader-epochs-assigned", "current-leader-isr-in-zookeeper"]
+TRANSACTIONS_PROVED = ["epochs-committed-before-use", "producers-initialised-before-sending",
+                       "transaction-batches-once", "producer-state-matches-log", "timed-out-batches-were-delayed",
+                       "coordinator-state-committed"]
+TRANSACTIONS_SMALL = {"partitions": 1, "max_transactions": 1, "max_delayed": 0}
+
 CONFIGS = {
     "controller-b2-zkversion": ("controller", {"brokers": 2}, CONTROLLER_PROVED),
     "controller-b3-zkversion": ("controller", {"brokers": 3}, CONTROLLER_PROVED),
     "controller-b2-epoch-zk-writes-fenced": ("controller", {"brokers": 2, "fencing": "epoch"},
                                              ["zk-writes-fenced"] + CONTROLLER_AUX),
+    "group-no-double-assignment": ("group", {"consumers": 2, "partitions": 2, "records": 0}, GROUP_PROVED),
+    "replication-leader-in-isr": ("replication", {"replicas": 2, "log_size": 1, "max_leader_epoch": 1,
+                                                  "track_visible": False}, REPLICATION_PROVED),
+    "transactions-epochs-1-producer": ("transactions", {"producers": 1, **TRANSACTIONS_SMALL}, TRANSACTIONS_PROVED),
+    # Two instances (a zombie and its successor): each action loops over both, so its paths multiply.
+    "transactions-epochs-2-producers": ("transactions", {"producers": 2, **TRANSACTIONS_SMALL},
+                                        TRANSACTIONS_PROVED),
 }
 
 

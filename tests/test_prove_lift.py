@@ -31,6 +31,11 @@ slow = pytest.mark.skipif(not os.environ.get("KAFKAMC_SLOW_TESTS"), reason="slow
 GROUP_PROOF = ("no-double-assignment", "members-belong-to-consumers", "member-ids-unique")
 REPLICATION_PROOF = ("leader-in-isr", "leader-epochs-assigned", "current-leader-isr-in-zookeeper")
 REPLICATION_SMALL = {"track_visible": False, "log_size": 1, "max_leader_epoch": 1}
+# What strong-isr asks for so far (docs/prove.md): not yet inductive with these.
+STRONG_ISR_AUX = ("high-watermark-within-log", "one-record-per-epoch-and-offset", "records-written-before",
+                  "records-of-epochs-acted-on")
+# What no-double-ownership asks for so far (docs/prove.md).
+OWNERSHIP_AUX = ("eager-rejoin-owns-nothing", "consumers-hold-their-assignment")
 TRANSACTIONS_PROOF = ("epochs-committed-before-use", "producers-initialised-before-sending", "transaction-batches-once",
                       "producer-state-matches-log", "timed-out-batches-were-delayed", "coordinator-state-committed")
 # One producer instance, one partition, one transaction, nothing delayed: about 12 CPU s for the whole proof.
@@ -48,7 +53,9 @@ def _in_domain(spec) -> Property:
 
 def _query(spec, action, names, targets=None):
     targets = tuple(names) + (TYPE_OK,) if targets is None else targets
-    return run_query(spec, Job(action, targets), _props(spec, names), liftable(type(spec)), 120, 200_000)
+    # A generous wall-clock limit: on a loaded host a query past it is unknown, which fails a test
+    # that expects proved for a reason that is not the proof's.
+    return run_query(spec, Job(action, targets), _props(spec, names), liftable(type(spec)), 900, 200_000)
 
 
 # -- symbolic sets ---------------------------------------------------------------------------------
@@ -122,7 +129,7 @@ def test_group_domain_contains_every_reachable_state():
 def test_group_auxiliary_invariants_hold_under_check():
     for params in ({"records": 0}, {"protocol": "cooperative", "partitions": 1, "max_generation": 2}):
         spec = Group(**params)
-        assert explore(spec, _props(spec, GROUP_PROOF)).result == "ok", params
+        assert explore(spec, _props(spec, GROUP_PROOF + OWNERSHIP_AUX)).result == "ok", params
 
 
 def test_group_domain_is_checked_not_assumed():
@@ -158,7 +165,10 @@ def test_replication_domain_contains_every_reachable_state():
 def test_replication_auxiliary_invariants_hold_under_check():
     for params in ({}, {"crash": True}, {"truncation": "fetch", "lossy_crash": True, "max_records": 1}):
         spec = Replication(**params)
-        assert explore(spec, _props(spec, REPLICATION_PROOF)).result == "ok", params
+        assert explore(spec, _props(spec, REPLICATION_PROOF + STRONG_ISR_AUX)).result == "ok", params
+    for params in ({"unclean": True, "max_records": 1, "acks": "all"}, {"truncation": "kip279", "acks": "1"}):
+        spec = Replication(**params)
+        assert explore(spec, _props(spec, STRONG_ISR_AUX)).result == "ok", params
 
 
 def test_replication_leader_isr_changes_need_the_zookeeper_auxiliary():
@@ -218,8 +228,10 @@ def test_transactions_epochs_committed_before_use_holds_under_check():
 
 @pytest.mark.parametrize("action", ["InitProducerId", "BeginTransaction"])
 def test_transactions_epochs_kept_for_every_epoch_bound(action):
+    # Two instances: InitProducerId fences the older one's transaction. These two actions need
+    # only the first two invariants (the log's are costlier to compute on the pre-state).
     spec = Transactions(partitions=1, max_transactions=1, max_delayed=0)
-    queries, ctis = _query(spec, action, TRANSACTIONS_PROOF)
+    queries, ctis = _query(spec, action, TRANSACTIONS_PROOF[:2])
     assert not ctis and all(q.verdict == PROVED for q in queries)
 
 
@@ -236,3 +248,10 @@ def test_transactions_epochs_committed_before_use_proved_for_every_epoch_bound()
     spec = Transactions(**TRANSACTIONS_SMALL)
     result = prove(spec, _props(spec, TRANSACTIONS_PROOF))
     assert result.result == PROVED and result.lifted == ("max_epoch",)
+
+
+def test_transactions_atomicity_runs_symbolically():
+    # atomicity reads the logs without a dict keyed by symbolic transaction numbers (exit 3 before).
+    spec = Transactions(**{**TRANSACTIONS_SMALL, "partitions": 2})
+    queries, ctis = _query(spec, "CompleteTransaction", ("atomicity",))
+    assert not ctis and all(q.verdict == PROVED for q in queries)

@@ -18,6 +18,8 @@ __all__ = [
     "no_reprocessing_of_committed_records",
     "members_belong_to_consumers",
     "member_ids_unique",
+    "eager_rejoin_owns_nothing",
+    "consumers_hold_their_assignment",
     "group_eventually_stable",
     "rebalance_in_progress",
     "group_settled",
@@ -236,3 +238,42 @@ def group_eventually_stable():
     timer (KAFKA-12890's fix); with ``pending_sync_timeout=false`` its heartbeats keep it and the
     group stays in CompletingRebalance forever."""
     return leads_to(rebalance_in_progress, group_settled)
+
+
+_CLIENT_COMPLETING, _CLIENT_AWAITING_SYNC = 2, 3  # ClientState.COMPLETING_REBALANCE, AWAITING_SYNC
+
+
+@invariant(
+    "eager-rejoin-owns-nothing",
+    "with the eager protocol a consumer waiting for its JoinGroup or SyncGroup response owns no partition",
+)
+def eager_rejoin_owns_nothing(p, s) -> bool:
+    """ConsumerCoordinator.onJoinPrepare: an eager consumer revokes every partition before it sends
+    JoinGroup, and takes partitions again only from the SyncGroup response (onJoinComplete); the
+    cooperative protocol (KIP-429) keeps them. An auxiliary invariant for ``kafkamc prove``."""
+    if p.protocol != "eager":
+        return True
+    return not any(((c.state == _CLIENT_PREPARING) | (c.state == _CLIENT_COMPLETING)
+                    | (c.state == _CLIENT_AWAITING_SYNC)) & (c.owned != frozenset()) for c in s.clients)
+
+
+@invariant(
+    "consumers-hold-their-assignment",
+    "a consumer of the group's generation whose member id is a member owns, once synced, only partitions of "
+    "its member's stored assignment, and a SyncGroup response in flight to it carries that assignment",
+)
+def consumers_hold_their_assignment(p, s) -> bool:
+    """The coordinator stores the leader's assignment per member and answers every SyncGroup of the
+    generation with it (GroupCoordinator.doSyncGroup), so what a consumer of that generation takes
+    (onJoinComplete) is its member's assignment. An auxiliary invariant for ``kafkamc prove``."""
+    gen = s.generation
+    for c in s.clients:
+        if c.generation != gen or c.state == _FENCED:
+            continue
+        for m in s.members:
+            if m.member_id == c.member_id:
+                if c.state == _CLIENT_STABLE and not c.owned <= m.assignment:
+                    return False
+                if c.state == _CLIENT_AWAITING_SYNC and c.pending != m.assignment:
+                    return False
+    return True

@@ -20,6 +20,10 @@ __all__ = [
     "visible_prefix_stable",
     "leader_epochs_assigned",
     "current_leader_isr_in_zookeeper",
+    "high_watermark_within_log",
+    "one_record_per_epoch_and_offset",
+    "records_written_before",
+    "records_of_epochs_acted_on",
 ]
 
 
@@ -284,3 +288,62 @@ def current_leader_isr_in_zookeeper(p, s) -> bool:
         if st[0] == i + 1 and st[1] == top and (i + 1 != s.quorum_leader or st[2] != s.quorum_isr):
             return False
     return True
+
+
+@invariant(
+    "high-watermark-within-log",
+    "a replica's high watermark never exceeds its log end offset",
+)
+def high_watermark_within_log(p, s) -> bool:
+    """A leader advances its high watermark only to an offset every ISR member has fetched, itself
+    included, and a follower takes min(leader's high watermark, its own log end offset) (KIP-101:
+    the follower's high watermark is bounded by its log end; truncation lowers it with the log). An
+    auxiliary invariant for ``kafkamc prove``."""
+    return all(hw <= len(log) for hw, log in zip(s.hw, s.logs))
+
+
+@invariant(
+    "one-record-per-epoch-and-offset",
+    "two replicas holding records of the same leader epoch at the same offset hold the same record",
+)
+def one_record_per_epoch_and_offset(p, s) -> bool:
+    """Log matching for leader epochs (KIP-101: every batch carries its leader's epoch): one leader
+    per epoch writes each offset once, and followers copy its records at their offsets, so a record
+    is determined by its epoch and offset. An auxiliary invariant for ``kafkamc prove``."""
+    logs = s.logs
+    for a in range(len(logs)):
+        for b in range(a + 1, len(logs)):
+            for x, y in zip(logs[a], logs[b]):
+                if x[1] == y[1] and x[0] != y[0]:
+                    return False
+    return True
+
+
+@invariant(
+    "records-written-before",
+    "every record a replica holds, has acknowledged or consumers have read was produced already",
+)
+def records_written_before(p, s) -> bool:
+    """Records enter a log only through the leader's append, which takes the producer's next record
+    (next_record_id counts them), or a fetch of a record some log holds. An auxiliary invariant
+    for ``kafkamc prove``."""
+    nxt = s.next_record_id
+    return (not any(rec[0] >= nxt for log in s.logs for rec in log)
+            and not any(a[1] >= nxt for a in s.acked) and not any(rec[0] >= nxt for rec in s.visible))
+
+
+@invariant(
+    "records-of-epochs-acted-on",
+    "with fetches fenced by leader epoch (KIP-320, truncate on fetch) and no crash, a replica holds only records "
+    "of leader epochs up to the one it acts on",
+)
+def records_of_epochs_acted_on(p, s) -> bool:
+    """A leader appends records of its own epoch, and with KIP-320 a follower fetches only from a
+    leader of its own epoch (FENCED_LEADER_EPOCH otherwise), so every record a replica holds is of
+    an epoch it has acted on; a replica's epoch only grows until a crash resets it. Without the
+    fencing (a stale follower fetching from a newer leader, the README's kip279 trace) or with
+    crashes it does not hold, and says nothing. An auxiliary invariant for ``kafkamc prove``."""
+    fenced = p.fetch_fencing and p.truncation in ("kip320", "fetch")
+    if not fenced or p.crash or p.unclean or p.lossy_crash:
+        return True
+    return not any(rec[1] > st[1] for log, st in zip(s.logs, s.replica_state) for rec in log)

@@ -39,33 +39,30 @@ _IN_TRANSACTION = 2  # ClientState.InTransaction
 
 def _closing_markers(log):
     """For each offset, the marker entry of the same producer id that closes it (None for a data
-    batch still open)."""
-    out = [None] * len(log)
-    closing = {}
-    for k in range(len(log) - 1, -1, -1):
-        entry = log[k]
+    batch still open, and for a marker).
+
+    A scan forward from each batch rather than a dict keyed by producer id, so that ``kafkamc
+    prove`` can run it on a log of symbolic producer ids (a symbolic value is never hashed)."""
+    out = []
+    for k, entry in enumerate(log):
+        marker = None
         if entry.kind == _DATA:
-            out[k] = closing.get(entry.pid)
-        else:
-            closing[entry.pid] = entry
+            for later in log[k + 1:]:
+                if later.kind != _DATA and later.pid == entry.pid:
+                    marker = later
+                    break
+        out.append(marker)
     return out
 
 
 @invariant("atomicity", "no client transaction has a batch committed on one partition and one aborted on another")
 def atomicity(p, s) -> bool:
     """KIP-98 atomic multi-partition writes: a transaction's batches share one outcome."""
-    outcome: dict[int, int] = {}
-    for d in s.partitions:
-        log = d.log
-        if not log:
-            continue
-        for entry, marker in zip(log, _closing_markers(log)):
-            if marker is None:
-                continue
-            seen = outcome.setdefault(entry.txn, marker.kind)
-            if seen != marker.kind:
-                return False
-    return True
+    closed = [(entry.txn, marker.kind) for d in s.partitions
+              for entry, marker in zip(d.log, _closing_markers(d.log)) if marker is not None]
+    # Pairwise rather than a dict keyed by transaction, for ``kafkamc prove`` (see above).
+    return not any((txn == other) & (kind != other_kind)
+                   for k, (txn, kind) in enumerate(closed) for other, other_kind in closed[k + 1:])
 
 
 @invariant("client-commit-truth", "if EndTxn(COMMIT) returned success, every batch acked in that transaction is committed")
@@ -282,10 +279,14 @@ def producers_initialised_before_sending(p, s) -> bool:
     bumped: at most one batch per partition and client transaction, and client transactions are
     numbered 1, 2, ... in the order they began (over all instances), so an instance in transaction
     ``t`` has sent at most ``t`` batches to a partition, ``t - 1`` if transaction ``t`` has not
-    sent to it. An instance's transaction is one that began. An auxiliary invariant for
-    ``kafkamc prove``."""
+    sent to it. An instance's transaction is one that began, and is no other instance's. An
+    auxiliary invariant for ``kafkamc prove``."""
     begun = s.txns_begun
-    for pr in s.producers:
+    producers = s.producers
+    # Each client transaction is one instance's: two instances never hold the same number.
+    if any((a.txn > 0) & (a.txn == b.txn) for k, a in enumerate(producers) for b in producers[k + 1:]):
+        return False
+    for pr in producers:
         if pr.state != _NOT_STARTED and (pr.pid < 1 or pr.epoch < 0):
             return False
         txn = pr.txn

@@ -65,6 +65,8 @@ from kafkamc.errors import UsageError
 from kafkamc.invariants.recoverability import group_can_stabilise
 from kafkamc.invariants.group import (
     committed_offsets_never_move_backwards,
+    consumers_hold_their_assignment,
+    eager_rejoin_owns_nothing,
     group_eventually_stable,
     member_ids_unique,
     members_belong_to_consumers,
@@ -566,6 +568,8 @@ class Group(Spec):
         # Auxiliary invariants for ``kafkamc prove`` (not defaults; each holds under ``check`` too).
         members_belong_to_consumers,
         member_ids_unique,
+        eager_rejoin_owns_nothing,
+        consumers_hold_their_assignment,
     )
     recoverability = (group_can_stabilise,)
     liveness = (group_eventually_stable,)

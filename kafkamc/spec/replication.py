@@ -76,7 +76,11 @@ from kafkamc.invariants.replication import (
     follower_matches_leader,
     isr_can_recover,
     current_leader_isr_in_zookeeper,
+    high_watermark_within_log,
     leader_epochs_assigned,
+    one_record_per_epoch_and_offset,
+    records_of_epochs_acted_on,
+    records_written_before,
     leader_in_isr,
     no_acked_data_loss,
     no_divergence,
@@ -618,6 +622,10 @@ class Replication(Spec):
         # Auxiliary invariants for ``kafkamc prove`` (not defaults; each holds under ``check`` too).
         leader_epochs_assigned,
         current_leader_isr_in_zookeeper,
+        high_watermark_within_log,
+        one_record_per_epoch_and_offset,
+        records_written_before,
+        records_of_epochs_acted_on,
     )
     recoverability = (partition_can_recover, isr_can_recover)
     liveness = (follower_catches_up, follower_learns_high_watermark)
@@ -993,7 +1001,8 @@ class Replication(Spec):
         min_isr = p.min_isr
         logs = s.logs
         acked = s.acked
-        done = {a[1] for a in acked}
+        # A tuple, not a set: ``kafkamc prove`` compares symbolic record ids, it cannot hash them.
+        done = tuple(a[1] for a in acked)
         out = []
         for r, i in _RNG[p.replicas]:
             ld, e, isr = s.replica_state[i]
