@@ -53,13 +53,18 @@ def bmc_log_short(p, s) -> bool:
     return not (len(s.log) >= 3 and s.light == Light.RED)
 
 
+@invariant("bmc-apart", "x and y differ once x has moved (a set of them: hashes each)")
+def bmc_apart(p, s) -> bool:
+    return s.x == 0 or len({s.x, s.y}) == 2
+
+
 class Pairs(Spec):
     """x and y count up to ``bound``; y only while the light is green; the log records x."""
 
     name = "bmc-pairs"
     parameters = (Param("bound", 4, "largest x and y", min=1, max=10),
                   Param("limit", 5, "x + y must stay below it", min=1, max=30))
-    invariants = (bmc_sum_small, bmc_log_short)
+    invariants = (bmc_sum_small, bmc_log_short, bmc_apart)
 
     def init_states(p):
         yield Pair(0, 0, Light.RED, ())
@@ -90,6 +95,7 @@ class Pairs(Spec):
 
 @pytest.mark.parametrize("params, inv", [
     ({}, "bmc-sum-small"), ({"limit": 3}, "bmc-sum-small"), ({}, "bmc-log-short"), ({"bound": 2, "limit": 6}, None),
+    ({}, "bmc-apart"),  # an invariant that hashes ints: its formula is made once per value of them
 ])
 def test_shortest_violation_as_breadth_first_check_finds(params, inv):
     spec = Pairs(**params)
