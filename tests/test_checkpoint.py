@@ -35,6 +35,10 @@ def _engine(workers: int | str):
         # One process, every level's states in files (checker/frontier.py): the checkpoint reads
         # a level from its file before it is expanded, and again after a stop.
         return lambda spec, props, **kw: explore(spec, props, frontier_memory=1, **kw)
+    if workers == "spill2":
+        # Two workers, every level's frontier and pending successors in their files (shard.py).
+        return lambda spec, props, **kw: explore_multicore(spec, props, workers=2, fork_threshold=100,
+                                                           frontier_memory=1, **kw)
     # Fork as soon as a level has 100 states, so the workers hold most levels' frontier.
     return lambda spec, props, **kw: explore_multicore(spec, props, workers=workers, fork_threshold=100, **kw)
 
@@ -58,7 +62,7 @@ def _checkpointer(directory, ref, spec, props, resume: bool):
 
 
 @pytest.mark.parametrize("model", [HOLDS, FAILS], ids=["holds", "fails"])
-@pytest.mark.parametrize("workers", [1, 2, "spill"])
+@pytest.mark.parametrize("workers", [1, 2, "spill", "spill2"])
 def test_stopped_at_successive_levels_and_resumed_equals_uninterrupted(tmp_path, model, workers):
     ref, params = model
     spec = build_spec(ref, params)
@@ -77,7 +81,7 @@ def test_stopped_at_successive_levels_and_resumed_equals_uninterrupted(tmp_path,
     assert _outcome(r) == _outcome(whole)
 
 
-@pytest.mark.parametrize("workers", [1, 2, "spill"])
+@pytest.mark.parametrize("workers", [1, 2, "spill", "spill2"])
 def test_stopped_inside_a_level_and_resumed_equals_uninterrupted(tmp_path, workers):
     """Stopped from the progress timer (a signal handler, so at any bytecode of the engine) while
     level 4 is being expanded: the level is dropped, the workers set it aside, and the resumed run

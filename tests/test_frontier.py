@@ -91,7 +91,6 @@ def run(capsys, *argv):
     (("--frontier-memory", "12Q"), "is not a size"),
     (("--frontier-memory", "0"), "below 1M"),
     (("--frontier-memory", "150%"), "percentage in (0, 100]"),
-    (("--frontier-memory", "1G", "--workers", "2"), "--workers 1"),
     (("--frontier-dir", "FILE"), "not a directory"),
 ])
 def test_bad_frontier_options_are_one_line_exit_2(capsys, tmp_path, argv, says):
@@ -120,4 +119,17 @@ def test_check_with_a_frontier_on_disk_prints_what_it_prints_in_memory(capsys, t
                "--frontier-dir", str(where))
     strip = lambda text: text.split('"seconds"')[0]  # noqa: E731 - the timing differs
     assert disk[0] == plain[0] == 0 and strip(disk[1]) == strip(plain[1])
+    assert spilled and list(where.iterdir()) == []
+
+
+def test_several_workers_with_a_frontier_on_disk_print_what_they_print_in_memory(capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr(frontier_module, "SPILL_CHUNK", 4)
+    spilled = []
+    monkeypatch.setattr(frontier_module, "estimate_bytes", lambda states: spilled.append(1) or 1 << 20)  # 1 MiB a state
+    argv = ("check", "replication", "-p", "replicas=2", "-p", "truncation=kip279", "--json")
+    plain = run(capsys, *argv, "--workers", "1")
+    where = tmp_path / "d"
+    disk = run(capsys, *argv, "--workers", "2", "--frontier-memory", "1M", "--frontier-dir", str(where))
+    strip = lambda text: text.split('"seconds"')[0]  # noqa: E731 - the timing differs
+    assert disk[0] == plain[0] == 1 and strip(disk[1]) == strip(plain[1])
     assert spilled and list(where.iterdir()) == []

@@ -31,7 +31,10 @@ slow = pytest.mark.skipif(not os.environ.get("KAFKAMC_SLOW_TESTS"), reason="slow
 GROUP_PROOF = ("no-double-assignment", "members-belong-to-consumers", "member-ids-unique")
 REPLICATION_PROOF = ("leader-in-isr", "leader-epochs-assigned", "current-leader-isr-in-zookeeper")
 REPLICATION_SMALL = {"track_visible": False, "log_size": 1, "max_leader_epoch": 1}
-TRANSACTIONS_PROOF = ("epochs-committed-before-use", "producers-initialised-before-sending")
+TRANSACTIONS_PROOF = ("epochs-committed-before-use", "producers-initialised-before-sending", "transaction-batches-once",
+                      "producer-state-matches-log", "timed-out-batches-were-delayed", "coordinator-state-committed")
+# One producer instance, one partition, one transaction, nothing delayed: about 12 CPU s for the whole proof.
+TRANSACTIONS_SMALL = {"producers": 1, "partitions": 1, "max_transactions": 1, "max_delayed": 0}
 
 
 def _props(spec, names):
@@ -200,9 +203,17 @@ def test_transactions_domain_contains_every_reachable_state():
 
 
 def test_transactions_epochs_committed_before_use_holds_under_check():
-    for params in ({}, {"version": "tv1"}, {"version": "tv1-verify", "partitions": 1}):
+    for params in ({}, {"version": "tv1", "partitions": 1}, {"version": "tv1-verify", "partitions": 1},
+                   {"partitions": 1, "log_append": "replicated", "coordinator_failover": True},
+                   {"partitions": 1, "log_append": "replicated", "failed_fence_keeps_epoch": False,
+                    "producer_ids": 2, "max_epoch": 2}):
         spec = Transactions(**params)
         assert explore(spec, _props(spec, TRANSACTIONS_PROOF)).result == "ok", params
+    # A coordinator that sends markers before its Prepare* record is committed writes a marker
+    # with an epoch the log does not have yet: the fencing basis is broken, as it should be.
+    spec = Transactions(partitions=1, log_append="replicated", markers_after_commit=False)
+    result = explore(spec, _props(spec, TRANSACTIONS_PROOF))
+    assert result.result == "violation" and result.violated == "epochs-committed-before-use"
 
 
 @pytest.mark.parametrize("action", ["InitProducerId", "BeginTransaction"])
@@ -210,3 +221,18 @@ def test_transactions_epochs_kept_for_every_epoch_bound(action):
     spec = Transactions(partitions=1, max_transactions=1, max_delayed=0)
     queries, ctis = _query(spec, action, TRANSACTIONS_PROOF)
     assert not ctis and all(q.verdict == PROVED for q in queries)
+
+
+def test_transactions_log_length_needs_one_batch_per_transaction():
+    # Without transaction-batches-once a partition log full of batches gains one more: outside the domain.
+    spec = Transactions(**TRANSACTIONS_SMALL)
+    names = tuple(n for n in TRANSACTIONS_PROOF if n != "transaction-batches-once")
+    queries, ctis = _query(spec, "Produce", names)
+    assert [q.verdict for q in queries] == [PROVED] * len(names) + [CTI_FOUND]
+    assert len(ctis[0].post.partitions[0].log) == 3
+
+
+def test_transactions_epochs_committed_before_use_proved_for_every_epoch_bound():
+    spec = Transactions(**TRANSACTIONS_SMALL)
+    result = prove(spec, _props(spec, TRANSACTIONS_PROOF))
+    assert result.result == PROVED and result.lifted == ("max_epoch",)

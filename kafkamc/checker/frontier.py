@@ -63,12 +63,19 @@ def estimate_bytes(states: list[Any]) -> int:
 
 class FrontierStore:
     """Where the levels that pass the budget are written: ``directory``, or a temporary directory
-    made there (or in the system's temporary directory) at the first spill and removed on close."""
+    made there (or in the system's temporary directory) at the first spill and removed on close.
+
+    The multicore engine's workers write into their coordinator's directory (``share`` makes it
+    before the fork, ``forked`` gives each worker a store of its own there, with its own budget
+    and file names): the coordinator removes it whatever becomes of its workers, which are
+    killed rather than asked to clean up when a run is cut short."""
 
     def __init__(self, budget: int | None, directory: str | os.PathLike[str] | None = None) -> None:
         self.budget = budget
         self._parent = None if directory is None else Path(directory)
         self._dir: Path | None = None
+        self._prefix = ""
+        self._owner = True
         self._count = 0
         self.spilled_levels = 0
         self.bytes_written = 0
@@ -76,18 +83,35 @@ class FrontierStore:
     def new(self) -> "Frontier":
         return Frontier(self)
 
+    def share(self) -> None:
+        """Make the temporary directory now (if there is a budget), so that forked stores use it."""
+        if self.budget is not None and self._dir is None:
+            self._make()
+
+    def forked(self, name: str, budget: int | None) -> "FrontierStore":
+        """A store for a forked worker: files named ``name-level-N`` in this store's directory
+        (``share`` first), which this store, not the worker's, removes."""
+        if budget is not None and self._dir is None:
+            raise RuntimeError("FrontierStore.forked: share() the directory before the fork")
+        child = FrontierStore(budget, self._parent)
+        child._dir, child._prefix, child._owner = self._dir, f"{name}-", False
+        return child
+
+    def _make(self) -> Path:
+        if self._parent is not None:
+            self._parent.mkdir(parents=True, exist_ok=True)
+        self._dir = Path(tempfile.mkdtemp(prefix="kafkamc-frontier-", dir=self._parent))
+        return self._dir
+
     def _file(self) -> Path:
-        if self._dir is None:
-            if self._parent is not None:
-                self._parent.mkdir(parents=True, exist_ok=True)
-            self._dir = Path(tempfile.mkdtemp(prefix="kafkamc-frontier-", dir=self._parent))
+        where = self._dir if self._dir is not None else self._make()
         self._count += 1
-        return self._dir / f"level-{self._count}.pickle"
+        return where / f"{self._prefix}level-{self._count}.pickle"
 
     def close(self) -> None:
-        if self._dir is not None:
+        if self._dir is not None and self._owner:
             shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None
+        self._dir = None
 
     def __enter__(self) -> "FrontierStore":
         return self

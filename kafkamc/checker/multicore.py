@@ -36,7 +36,8 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from kafkamc.checker.checkpoint import Boundary, Checkpointer
-from kafkamc.checker.fptable import FingerprintTable
+from kafkamc.checker.fptable import MAX_STATES, FingerprintTable
+from kafkamc.checker.frontier import FrontierStore
 from kafkamc.checker.lineage import Lineage
 from kafkamc.checker.local import Progress, explore, first_violation, gc_paused, insert_initial, state_key_function
 from kafkamc.checker.resources import die_with_parent
@@ -44,7 +45,7 @@ from kafkamc.checker.shard import Abandoned, KeyLayout, Shard
 from kafkamc.checker.watch import PROGRESS_EVERY, Watch, stop_reason
 from kafkamc.result import DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult, LevelStats, coverage_of
 from kafkamc.counterexamples.checked import checked_replay
-from kafkamc.errors import KafkamcError, SpecError, SpecRaised, UsageError
+from kafkamc.errors import EngineError, KafkamcError, SpecError, SpecRaised, UsageError
 from kafkamc.invariants.api import Property
 from kafkamc.spec.api import Spec
 
@@ -112,7 +113,7 @@ def _serve(conn: Any, shard: Shard, index: int, count: int, parent_pid: int) -> 
             except KeyboardInterrupt:
                 return
             except Abandoned:
-                shard.cand = []
+                shard.drop_candidates()
                 conn.send(("abandoned",))
             except SpecRaised as exc:
                 conn.send(("raised", exc.where, _portable(exc.state), type(exc.error).__name__, str(exc.error),
@@ -338,20 +339,22 @@ def explore_multicore(
     """Like ``local.explore`` (same results), on ``workers`` processes once levels are large.
 
     ``max_memory`` bounds the memory of the parent and its workers together. ``frontier_memory``
-    and ``frontier_dir`` apply with one worker (``local.explore``); several keep their shares of
-    the frontier in memory. With ``checkpoint``, each worker writes a part of the frontier into
-    the checkpoint. ``timings``, if given, gets a LevelTiming per level
+    (None: no limit) is split evenly across the workers: past its share, a worker writes its
+    frontier and the successors it holds until their owners decide to files in a temporary
+    directory made in ``frontier_dir``, removed at the end (see ``shard`` and ``frontier``). With
+    ``checkpoint``, each worker writes a part of the frontier into the checkpoint. ``timings``, if given, gets a LevelTiming per level
     (``benchmarks/multicore_scaling.py`` reads them).
     """
     if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         return explore(spec, properties, max_depth=max_depth, max_states=max_states, symmetry=symmetry,
                        deadlock=deadlock, progress=progress, max_memory=max_memory, progress_every=progress_every,
                        frontier_memory=frontier_memory, frontier_dir=frontier_dir, checkpoint=checkpoint)
-    with gc_paused(), Watch(progress, max_memory=max_memory, every=progress_every) as watch:
+    with gc_paused(), Watch(progress, max_memory=max_memory, every=progress_every) as watch, \
+            FrontierStore(frontier_memory, frontier_dir) as store:
         return watch.annotate(_explore_multicore(
             spec, properties, workers=workers, max_depth=max_depth, max_states=max_states, symmetry=symmetry,
             deadlock=deadlock, progress=watch.progress, fork_threshold=fork_threshold, watch=watch,
-            checkpoint=checkpoint, timings=timings,
+            checkpoint=checkpoint, timings=timings, store=store,
         ))
 
 
@@ -369,6 +372,7 @@ def _explore_multicore(
     watch: Watch | None = None,
     checkpoint: Checkpointer | None = None,
     timings: list[LevelTiming] | None = None,
+    store: FrontierStore | None = None,
 ) -> CheckResult:
     props = tuple(spec.default_properties() if properties is None else properties)
     p = spec.p
@@ -388,18 +392,19 @@ def _explore_multicore(
     layout = KeyLayout.of(len(names))
     cov = ([0] * len(names), [0] * len(names), [0] * len(names))  # enabled, generated, distinct
 
-    root = Shard(spec, props, key, fpr, deadlock)
+    store = store if store is not None else FrontierStore(None)
+    root = Shard(spec, props, key, fpr, deadlock, store)
     root.keeps_base = checkpoint is not None
     level_start = 0  # the index of the frontier's first state
     resumed = checkpoint.resume() if checkpoint is not None else None
-    frontier: list[Any] = []
+    frontier = store.new()
     # A state past --max-states stays in the table: the run ends there, and counts `distinct`.
     for i in root.add_roots(insert_initial(spec, inits if resumed is None else [], key, fpr, root.table)):
         if max_states is not None and distinct >= max_states:
             reason = "max-states"
             break
         distinct += 1
-        frontier.append(inits[i])
+        frontier.extend([inits[i]])
         if violated is None:
             violated = first_violation(p, inits[i], invs)
             if violated is not None:
@@ -412,6 +417,7 @@ def _explore_multicore(
     else:
         root.start(frontier)
     visited = [root.nbytes]  # per shard, as last reported
+    spilled = [0]  # bytes each shard wrote to its frontier files, as last reported
     handles: list[_Handle] = [_Local(root)]
     del root, frontier  # after the fork the parent keeps no per-state data
     sizes = [len(handles[0].shard.frontier)]  # type: ignore[attr-defined]
@@ -424,7 +430,8 @@ def _explore_multicore(
             seconds=time.perf_counter() - started,
             trace=None if bad_path is None else checked_replay(
                 spec, bad_path, violated, props, key=key, expected=bad_expected),
-            reason=reason, symmetry=symmetry, extra={"workers": len(handles), "visited_bytes": sum(visited)},
+            reason=reason, symmetry=symmetry, extra={"workers": len(handles), "visited_bytes": sum(visited),
+                                                     "frontier_bytes_written": sum(spilled)},
             coverage=coverage_of(names, *cov),
         )
 
@@ -499,6 +506,10 @@ def _explore_multicore(
                 return result(INCOMPLETE)
             for h in handles:
                 h.expanding = False
+            if distinct + new > MAX_STATES:
+                # State indexes are 32-bit in the shards' records, as in the sequential engine.
+                raise EngineError(f"the multicore engine records at most {MAX_STATES:,} distinct states; this run "
+                                  "needs more (bound it with --max-states)")
             generated += sum(e[1] for e in expanded)
             if mark is not None:
                 mark = (mark[0], "base")
@@ -510,14 +521,15 @@ def _explore_multicore(
                                      (distinct + np.searchsorted(everything, owned[w])).tobytes()) for w in range(n)])
             level_start = distinct
             distinct += new
-            visited = [v for _, _, _, v in kept]
-            for e, (_, inv, dist, _) in zip(expanded, kept):
+            visited = [v for _, _, _, v, _ in kept]
+            spilled = [b for _, _, _, _, b in kept]
+            for e, (_, inv, dist, _, _) in zip(expanded, kept):
                 _add_coverage(cov, (*e[4], dist))
                 if inv is not None:
                     order = (*layout.order(inv[0]), 1)
                     if found is None or order < found[0]:
                         found = (order, inv[1], level_start + inv[2], None, None)
-            sizes = [c for c, _, _, _ in kept]
+            sizes = [c for c, _, _, _, _ in kept]
             if sum(sizes):
                 depth += 1
             if progress:
@@ -580,7 +592,7 @@ def _save(checkpoint: Checkpointer, mark: tuple[Boundary, str], handles: list[_H
     sidx = np.empty(b.distinct, dtype=np.uint16)
     filled = 0
     for index, f, pa, si in _round(handles, [("columns", b.distinct)] * n):
-        at = np.frombuffer(index, dtype=np.int64)
+        at = np.frombuffer(index, dtype=np.int32)
         fps[at] = np.frombuffer(f, dtype=np.int64)
         parent[at] = np.frombuffer(pa, dtype=np.int32)
         sidx[at] = np.frombuffer(si, dtype=np.uint16)
@@ -634,6 +646,7 @@ def _add_coverage(total: tuple[list[int], ...], part: tuple[list[int], ...]) -> 
 def _fork(ctx: Any, local: _Local, workers: int) -> tuple[list[_Handle], list[int]]:
     """Fork ``workers`` processes from the parent's shard; each keeps its share of it."""
     handles: list[_Handle] = []
+    local.shard.store.share()  # every worker writes its files there; the parent removes it
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _FORK_BLOCKED)
     try:
         for w in range(workers):

@@ -10,7 +10,9 @@ index of the first state of its level plus its rank), and the records are kept b
 a checkpoint (``kafkamc.checker.checkpoint``) holds exactly what the sequential engine's would.
 
 Frontier states stay with the shard that generated them (states are pickled only when the frontier
-is rebalanced). Each carries its *rank*: its position in its level in the sequential engine's
+is rebalanced, or written to the shard's files past its memory budget: the frontier it expands and
+the successors it holds until their owners decide are ``frontier.Frontier`` sequences, read back in
+the order they were written). Each carries its *rank*: its position in its level in the sequential engine's
 order. A successor's *key* packs the rank of its parent, the successor index (16 bits) and the
 action (as many bits as the spec's actions need; see ``KeyLayout``): the action is a function of
 the other two, so keys sort as (rank, successor index); the
@@ -35,7 +37,7 @@ import pickle
 import sys
 from array import array
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -43,9 +45,10 @@ from kafkamc.checker.checkpoint import chunked, write_frontier
 from kafkamc.checker.column import Column
 from kafkamc.checker.fingerprint import Fingerprinter
 from kafkamc.checker.fptable import FingerprintTable
+from kafkamc.checker.frontier import SPILL_CHUNK, Frontier, FrontierStore
 from kafkamc.checker.lineage import MAX_SUCCESSORS, Lineage
 from kafkamc.checker.manifest import FileEntry
-from kafkamc.checker.local import _classify, tally, violated_action_property
+from kafkamc.checker.local import CHUNK, _classify, tally, violated_action_property
 from kafkamc.errors import KafkamcError, SpecRaised, UsageError
 from kafkamc.invariants.api import Property, fails
 from kafkamc.spec.api import Spec
@@ -55,6 +58,11 @@ __all__ = ["Shard", "Abandoned", "KeyLayout"]
 _INDEX_BITS = 16  # successor indexes are uint16, as in the lineage
 _INDEX_MASK = (1 << _INDEX_BITS) - 1
 _EMPTY = np.empty(0, dtype=np.int64)
+
+
+def _states(frontier: Frontier) -> Iterator[Any]:
+    for chunk in frontier.chunks(SPILL_CHUNK):
+        yield from chunk
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +117,7 @@ class Shard:
     meter: Any = None
 
     def __init__(self, spec: Spec, props: Sequence[Property], key: Callable[[Any], int],
-                 fpr: Fingerprinter, deadlock: bool) -> None:
+                 fpr: Fingerprinter, deadlock: bool, store: FrontierStore | None = None) -> None:
         self.spec = spec
         self.p = spec.p
         self.actions = [(ai, a.name, a.fn) for ai, a in enumerate(spec.actions())]
@@ -120,24 +128,28 @@ class Shard:
         self.deadlock = deadlock
         self.index, self.count = 0, 1
         self.layout = KeyLayout.of(len(self.actions))
+        # Where the frontier and the candidates go past their budget (split gives each worker a
+        # store of its own, with its share of the budget).
+        self.store = store if store is not None else FrontierStore(None)
         # The owned part of the visited set, and per fingerprint (by its position in the table) a
         # record as the sequential engine's lineage has it: the parent's index (-1 for an initial
         # state) and the successor index (the initial state's position for one); and the state's
         # own index, which the coordinator sends once the level is ranked (so ``rec_index`` may
-        # lag behind by the level being built; it is sorted).
+        # lag behind by the level being built; it is sorted). Indexes fit 32 bits: the
+        # coordinator stops a run at fptable.MAX_STATES distinct states.
         self.table = FingerprintTable()
         self.rec_parent = Column(np.int32)
         self.rec_sidx = Column(np.uint16)
-        self.rec_index = Column(np.int64)
+        self.rec_index = Column(np.int32)
         # The frontier, in rank order, with each state's rank; ``base``: the same for the frontier
         # the last expand started from, kept only for checkpoints (a stopped run's holds it; it
         # costs a level's states until the next expand).
-        self.frontier: list[Any] = []
+        self.frontier: Frontier = self.store.new()
         self.ranks = _EMPTY
         self.keeps_base = False
-        self.base: tuple[list[Any], np.ndarray] = ([], _EMPTY)
+        self.base: tuple[Frontier, np.ndarray] = (self.frontier, _EMPTY)
         # The candidates of the last expand, in key order.
-        self.cand: list[Any] = []
+        self.cand: Frontier = self.store.new()
         self.cand_keys = _EMPTY
         self.cand_fps = _EMPTY
         self.level_cov: tuple[list[int], list[int]] = ([], [])
@@ -165,18 +177,23 @@ class Shard:
         self.rec_index.extend(np.arange(len(positions)))
         return positions
 
-    def restore(self, table: FingerprintTable, lineage: Lineage, distinct: int, frontier: list[Any]) -> None:
+    def drop_candidates(self) -> None:
+        """Forget the candidates of an expand (an abandoned level)."""
+        self.cand.discard()
+        self.cand = self.store.new()
+
+    def restore(self, table: FingerprintTable, lineage: Lineage, distinct: int, frontier: Frontier) -> None:
         """Continue from a checkpoint: its ``distinct`` visited states and their lineage, and the
         frontier (its last states, in order)."""
         self.table = table
         parent, sidx = lineage.columns()
         self.rec_parent = Column(np.int32, parent[:distinct])
         self.rec_sidx = Column(np.uint16, sidx[:distinct])
-        self.rec_index = Column(np.int64, np.arange(distinct))
+        self.rec_index = Column(np.int32, np.arange(distinct))
         self.frontier = frontier
         self.ranks = np.arange(len(frontier), dtype=np.int64)
 
-    def start(self, frontier: list[Any]) -> None:
+    def start(self, frontier: Frontier) -> None:
         """The first level: the initial states kept, in order (their ranks)."""
         self.frontier = frontier
         self.ranks = np.arange(len(frontier), dtype=np.int64)
@@ -206,8 +223,17 @@ class Shard:
         self.table = FingerprintTable.of(fps[mine])
         self.rec_parent = Column(np.int32, self.rec_parent.values()[:n][mine])
         self.rec_sidx = Column(np.uint16, self.rec_sidx.values()[:n][mine])
-        self.rec_index = Column(np.int64, self.rec_index.values()[:n][mine])
-        self.frontier = self.frontier[index::count]
+        self.rec_index = Column(np.int32, self.rec_index.values()[:n][mine])
+        budget = self.store.budget
+        self.store = self.store.forked(f"w{index}", None if budget is None else max(1, budget // count))
+        mine_states = self.store.new()
+        at = 0
+        for chunk in self.frontier.chunks(SPILL_CHUNK):
+            mine_states.extend(chunk[(index - at) % count::count])
+            at += len(chunk)
+        self.frontier = mine_states  # the parent's frontier and its files stay the parent's
+        self.base = (mine_states, _EMPTY)
+        self.cand = self.store.new()
         self.ranks = self.ranks[index::count].copy()
         self.index, self.count = index, count
 
@@ -221,57 +247,82 @@ class Shard:
         p, key, aprops, constraint, fpr = self.p, self.key, self.aprops, self.spec.constraint, self.fpr
         rank_shift, index_shift = self.layout.rank_shift, self.layout.action_bits
         if self.keeps_base:
+            if self.base[0] is not self.frontier:
+                self.base[0].discard()
             self.base = (self.frontier, self.ranks)
-        local: set[int] = set()
-        ckeys, cfps = array("q"), array("q")
-        cand: list[Any] = []
+        # This level's candidates so far (a table, not a set of Python ints: a third of the
+        # memory at the widest level), and the successors of one batch of frontier states,
+        # looked up together.
+        seen = FingerprintTable()
+        cand = self.store.new()
+        ckeys, cfps = Column(np.int64), Column(np.int64)
         generated = 0
         cov_en = [0] * len(self.actions)
         cov_gen = [0] * len(self.actions)
         aprop_found = None
         dead_found = None
-        for pos, (s, rank) in enumerate(zip(self.frontier, self.ranks.tolist())):
-            if not pos & 255:
-                self.report(pos, generated)
-            if constraint is not None and not constraint(p, s):
+        pos = 0
+        for chunk in self.frontier.chunks(CHUNK):
+            bt: list[Any] = []
+            bk, bf = array("q"), array("q")
+            tapp, kapp, fapp = bt.append, bk.append, bf.append
+            for s, rank in zip(chunk, self.ranks[pos:pos + len(chunk)].tolist()):
+                if not pos & 255:
+                    self.report(pos, generated)
+                pos += 1
+                if constraint is not None and not constraint(p, s):
+                    continue
+                validating = fpr.validating  # once per state; check() stops at its own quota
+                base = rank << rank_shift
+                i = 0
+                try:
+                    for ai, aname, fn in self.actions:
+                        j = i
+                        for label, t in fn(p, s):
+                            if validating:
+                                fpr.check(t)
+                            k = key(t)
+                            if aprops and aprop_found is None:
+                                pname = violated_action_property(p, aprops, s, aname, label, t)
+                                if pname is not None:
+                                    aprop_found = (rank, i, pname, k)
+                            tapp(t)
+                            kapp(base | i << index_shift | ai)
+                            fapp(k)
+                            i += 1
+                        if i != j:
+                            cov_en[ai] += 1
+                            cov_gen[ai] += i - j
+                except (KafkamcError, KeyboardInterrupt) as exc:
+                    if isinstance(exc, SpecRaised):
+                        raise _ranked(exc, rank)
+                    raise
+                except Exception as exc:
+                    raise _ranked(_classify(self.spec, s, exc, self.invs, self.aprops), rank) from exc
+                if i > MAX_SUCCESSORS:
+                    raise UsageError(f"spec {self.spec.name}: a state has {i} successors; at most {MAX_SUCCESSORS} are supported")
+                generated += i
+                if i == 0 and self.deadlock and dead_found is None:
+                    dead_found = rank
+            if not bt:
                 continue
-            validating = fpr.validating  # once per state; check() stops at its own quota
-            base = rank << rank_shift
-            i = 0
-            try:
-                for ai, aname, fn in self.actions:
-                    j = i
-                    for label, t in fn(p, s):
-                        if validating:
-                            fpr.check(t)
-                        k = key(t)
-                        if aprops and aprop_found is None:
-                            pname = violated_action_property(p, aprops, s, aname, label, t)
-                            if pname is not None:
-                                aprop_found = (rank, i, pname, k)
-                        if k not in local:
-                            local.add(k)
-                            ckeys.append(base | i << index_shift | ai)
-                            cfps.append(k)
-                            cand.append(t)
-                        i += 1
-                    if i != j:
-                        cov_en[ai] += 1
-                        cov_gen[ai] += i - j
-            except (KafkamcError, KeyboardInterrupt) as exc:
-                if isinstance(exc, SpecRaised):
-                    raise _ranked(exc, rank)
-                raise
-            except Exception as exc:
-                raise _ranked(_classify(self.spec, s, exc, self.invs, self.aprops), rank) from exc
-            if i > MAX_SUCCESSORS:
-                raise UsageError(f"spec {self.spec.name}: a state has {i} successors; at most {MAX_SUCCESSORS} are supported")
-            generated += i
-            if i == 0 and self.deadlock and dead_found is None:
-                dead_found = rank
+            fps = _int64(bf)
+            # A successor this shard owns and has visited is dropped here rather than by the
+            # merge (the same decision: the table does not change until the merge), and of the
+            # rest only a fingerprint's first occurrence in the level, its smallest key, is kept.
+            mine = _owners(fps, self.count) == self.index
+            fresh = np.ones(len(fps), dtype=bool)
+            fresh[mine] = ~self.table.contains(fps[mine])
+            sel = np.flatnonzero(fresh)
+            sel = sel[seen.insert(fps[sel])]
+            ckeys.extend(_int64(bk)[sel])
+            cfps.extend(fps[sel])
+            cand.extend(list(map(bt.__getitem__, sel.tolist())))
+        del seen
+        self.cand.discard()
         self.cand = cand
-        self.cand_keys = _int64(ckeys)
-        self.cand_fps = _int64(cfps)
+        self.cand_keys = ckeys.values()
+        self.cand_fps = cfps.values()
         self.level_cov = (cov_en, cov_gen)
         self.report(len(self.frontier), generated)
         if self.count == 1:
@@ -284,6 +335,8 @@ class Shard:
             for o in range(self.count):
                 sel = order[bounds[o]:bounds[o + 1]]
                 out.append((self.cand_fps[sel].tobytes(), self.cand_keys[sel].tobytes()))
+            del own, order
+        self.cand_fps = _EMPTY  # the owners have them now
         return out, generated, aprop_found, dead_found, self.level_cov
 
     def merge(self, parts: Sequence[tuple[bytes, bytes]], level_start: int) -> list[bytes]:
@@ -307,24 +360,39 @@ class Shard:
         wsrc = src[winners]
         return [wkeys[wsrc == g].tobytes() for g in range(len(parts))]
 
-    def keep(self, won: bytes, ranks: bytes, owned: bytes) -> tuple[int, Any, list[int], int]:
+    def keep(self, won: bytes, ranks: bytes, owned: bytes) -> tuple[int, Any, list[int], int, int]:
         """The candidates whose keys ``won`` (sorted), ranked ``ranks``, become the frontier; the
         states this shard recorded in the last merge get the indexes ``owned``. Returns the
         frontier's size, its first invariant violation in rank order (key, name, rank), the states
-        each action found first and the bytes of the visited set."""
+        each action found first, the bytes of the visited set and the bytes written to the
+        shard's files so far."""
         self.rec_index.extend(_int64(owned))
         wkeys = _int64(won)
-        idx = np.searchsorted(self.cand_keys, wkeys)
-        cand = self.cand
-        nxt = [cand[j] for j in idx.tolist()]
+        wranks = _int64(ranks)
+        idx = np.searchsorted(self.cand_keys, wkeys)  # ascending: both are in key order
+        if not self.keeps_base:  # a checkpoint may still need it (scatter "base")
+            self.frontier.discard()
+        nxt = self.store.new()
+        bad = None
+        at = 0
+        for chunk in self.cand.chunks(SPILL_CHUNK):
+            lo, hi = np.searchsorted(idx, [at, at + len(chunk)]).tolist()
+            part = list(map(chunk.__getitem__, (idx[lo:hi] - at).tolist()))
+            nxt.extend(part)
+            if bad is None:
+                bad = self._first_violation(part, wkeys[lo:hi], wranks[lo:hi], lo)
+            at += len(chunk)
         dist = self._distinct(wkeys)
-        self.ranks = _int64(ranks)
+        self.ranks = wranks
         self.frontier = nxt
-        self.cand, self.cand_keys, self.cand_fps = [], _EMPTY, _EMPTY
-        return len(nxt), self._first_violation(nxt, wkeys), dist, self.nbytes
+        self.cand.discard()
+        self.cand, self.cand_keys, self.cand_fps = self.store.new(), _EMPTY, _EMPTY
+        return len(nxt), bad, dist, self.nbytes, self.store.bytes_written
 
-    def _first_violation(self, states: list[Any], keys: np.ndarray) -> tuple[int, str, int] | None:
-        """The first of ``states`` (in rank order) that violates an invariant: (key, name, rank)."""
+    def _first_violation(self, states: list[Any], keys: np.ndarray, ranks: np.ndarray,
+                         done: int) -> tuple[int, str, int] | None:
+        """The first of ``states`` (in rank order, after ``done`` others of the level) that
+        violates an invariant: (key, name, rank)."""
         p, invs = self.p, self.invs
         if not invs:
             return None
@@ -333,16 +401,16 @@ class Shard:
             # Inline rather than local.first_violation per state: a call per state costs ~5%.
             meter = self.meter
             for pos, t in enumerate(states):
-                if not pos & 255 and meter is not None and meter[2]:
+                if not (done + pos) & 255 and meter is not None and meter[2]:
                     raise Abandoned()
                 for name, fn in invs:
                     r = fn(p, t)
                     if r is not True and fails(r, f"invariant {name}", t):
-                        return int(keys[pos]), name, int(self.ranks[pos])
+                        return int(keys[pos]), name, int(ranks[pos])
         except (KafkamcError, Abandoned):
             raise
         except Exception as exc:
-            raise _ranked(SpecRaised(f"invariant {name}", t, exc), int(self.ranks[pos])) from exc
+            raise _ranked(SpecRaised(f"invariant {name}", t, exc), int(ranks[pos])) from exc
         return None
 
     def _distinct(self, keys: np.ndarray) -> list[int]:
@@ -357,11 +425,20 @@ class Shard:
         dist = self._distinct(wkeys[wkeys < cut])
         cut_rank, cut_i = self.layout.order(cut)
         before = int(np.searchsorted(self.ranks, cut_rank))  # the states expanded in full
-        en, gen = tally(self.p, self.actions, self.spec.constraint, self.frontier[:before], sys.maxsize - 1)
-        if before < len(self.frontier) and self.ranks[before] == cut_rank:  # the state cut short is here
-            part = tally(self.p, self.actions, self.spec.constraint, self.frontier[before:before + 1], cut_i)
-            en = [a + b for a, b in zip(en, part[0])]
-            gen = [a + b for a, b in zip(gen, part[1])]
+        en = [0] * len(self.actions)
+        gen = [0] * len(self.actions)
+        at = 0
+        for chunk in self.frontier.chunks(SPILL_CHUNK):
+            if at > before:
+                break
+            whole = chunk[:before - at]
+            parts = [tally(self.p, self.actions, self.spec.constraint, whole, sys.maxsize - 1)]
+            if at <= before < at + len(chunk) and self.ranks[before] == cut_rank:  # the state cut short
+                parts.append(tally(self.p, self.actions, self.spec.constraint, chunk[before - at:before - at + 1], cut_i))
+            for e, g in parts:
+                en = [a + b for a, b in zip(en, e)]
+                gen = [a + b for a, b in zip(gen, g)]
+            at += len(chunk)
         return en, gen, dist
 
     # -- checkpoints -------------------------------------------------------------------------
@@ -372,8 +449,20 @@ class Shard:
         with their ranks, for the shard that writes that part of a checkpoint."""
         states, ranks = self.base if which == "base" else (self.frontier, self.ranks)
         cuts = np.searchsorted(ranks, bounds).tolist()
-        return [pickle.dumps((states[a:b], ranks[a:b].tobytes()), protocol=pickle.HIGHEST_PROTOCOL)
-                for a, b in zip(cuts, cuts[1:])]
+        parts: list[list[Any]] = [[] for _ in range(len(cuts) - 1)]
+        at, w = 0, 0
+        for chunk in states.chunks(SPILL_CHUNK):
+            end = at + len(chunk)
+            while w < len(parts):
+                a, b = max(cuts[w], at), min(cuts[w + 1], end)
+                if a < b:
+                    parts[w].extend(chunk[a - at:b - at])
+                if cuts[w + 1] > end:
+                    break
+                w += 1
+            at = end
+        return [pickle.dumps((part, ranks[a:b].tobytes()), protocol=pickle.HIGHEST_PROTOCOL)
+                for part, a, b in zip(parts, cuts, cuts[1:])]
 
     def dump(self, directory: str, name: str, parts: Sequence[bytes]) -> tuple[FileEntry, int]:
         """Write the states ``scatter`` sent here, in rank order, as a checkpoint's frontier file."""
@@ -390,18 +479,37 @@ class Shard:
     # -- rebalancing -------------------------------------------------------------------------
 
     def take(self, count: int) -> bytes:
-        """Give away the last ``count`` states of the frontier, with their ranks and fingerprints."""
+        """Give away the last ``count`` states of the frontier, with their ranks."""
         cut = len(self.frontier) - count
-        moved = (self.frontier[cut:], self.ranks[cut:].tobytes())
-        self.frontier, self.ranks = self.frontier[:cut], self.ranks[:cut].copy()
-        return pickle.dumps(moved, protocol=pickle.HIGHEST_PROTOCOL)
+        kept = self.store.new()
+        moved: list[Any] = []
+        at = 0
+        for chunk in self.frontier.chunks(SPILL_CHUNK):
+            if at < cut:
+                kept.extend(chunk[:cut - at])
+            moved.extend(chunk[max(cut - at, 0):])
+            at += len(chunk)
+        data = pickle.dumps((moved, self.ranks[cut:].tobytes()), protocol=pickle.HIGHEST_PROTOCOL)
+        self.frontier.discard()
+        self.frontier, self.ranks = kept, self.ranks[:cut].copy()
+        return data
 
     def give(self, data: bytes) -> int:
         """Take states given away by another shard, keeping the frontier in rank order."""
         states, ranks = pickle.loads(data)
-        everything = self.frontier + states
         ranks_all = np.concatenate([self.ranks, _int64(ranks)])
         order = np.argsort(ranks_all, kind="stable")
-        self.frontier = [everything[j] for j in order.tolist()]
-        self.ranks = ranks_all[order]
-        return len(self.frontier)
+        mine = len(self.ranks)
+        merged = self.store.new()
+        own = _states(self.frontier)
+        batch: list[Any] = []
+        # Both are in rank order: the merged order takes each in its own order.
+        for j in order.tolist():
+            batch.append(next(own) if j < mine else states[j - mine])
+            if len(batch) == SPILL_CHUNK:
+                merged.extend(batch)
+                batch = []
+        merged.extend(batch)
+        self.frontier.discard()
+        self.frontier, self.ranks = merged, ranks_all[order]
+        return len(merged)

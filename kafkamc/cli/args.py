@@ -100,7 +100,7 @@ def add_check_arguments(chk: argparse.ArgumentParser) -> None:
                      "(800M, 4G, 50%%; default 80%% of the machine's memory; 'none': no limit; local engine only)")
     chk.add_argument("--frontier-memory", type=memory_size, default=None, metavar="SIZE",
                      help="keep a breadth-first level's states in memory up to SIZE, write the rest to files "
-                     "(default 2G; 'none': all in memory; single-process engine: implies --workers 1)")
+                     "(default 2G, split evenly between --workers; 'none': all in memory)")
     chk.add_argument("--frontier-dir", default=None, metavar="DIR",
                      help="where a frontier past --frontier-memory goes: a temporary directory made in DIR "
                      "(default: in --out DIR, else the system's temporary directory), removed at the end")

@@ -113,13 +113,8 @@ def run_check(args: argparse.Namespace, spec_ref: str) -> CheckResult:
             raise UsageError("--master and --partitions apply only to --engine spark")
         from kafkamc.checker.multicore import available_cores, explore_multicore
 
-        frontier_given = [flag for flag, given in frontier_flags(args) if given is not None]
-        # The frontier goes to disk in the single-process engine: asking for it without --workers
-        # picks that engine; with several workers each keeps its slice of the frontier in memory.
-        workers = args.workers if args.workers is not None else 1 if frontier_given else available_cores()
-        if workers > 1 and frontier_given:
-            raise UsageError(f"{frontier_given[0]} applies to the single-process engine, whose frontier can go to "
-                             f"disk; allowed with it: --workers 1 (or no --workers)")
+        # With several workers the budget is split evenly between them (multicore, shard).
+        workers = args.workers if args.workers is not None else available_cores()
         budget, where = frontier_options(args)
         engine = partial(explore_multicore, spec, props, workers=workers, max_memory=memory_limit(args),
                          frontier_memory=budget, frontier_dir=where)

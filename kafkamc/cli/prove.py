@@ -7,6 +7,7 @@ function cannot be executed symbolically (or the prover disagreed with a concret
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -94,7 +95,8 @@ def _cmd_prove(args: argparse.Namespace) -> int:
 def _cmd_infer(args: argparse.Namespace, cls: Any, spec: Any, props: Any, lifted: tuple[str, ...]) -> int:
     quiet = args.json
     res = infer(spec, props, lifted=lifted, timeout=args.timeout, workers=args.workers,
-                progress=None if quiet else print)
+                progress=None if quiet else functools.partial(print, flush=True),
+                action_progress=_print_progress if args.progress else None)
     summary = {
         "spec": cls.name, "result": res.result, "targets": list(res.targets),
         "candidates_generated": res.generated, "candidates_mined": res.mined, "mine_states": res.mine_states,

@@ -21,6 +21,10 @@ __all__ = [
     "no_transaction_open",
     "epochs_committed_before_use",
     "producers_initialised_before_sending",
+    "transaction_batches_once",
+    "producer_state_matches_log",
+    "timed_out_batches_were_delayed",
+    "coordinator_state_committed",
 ]
 
 # EntryKind and TxnState values of kafkamc.spec.transactions (IntEnums compare equal to ints;
@@ -28,6 +32,9 @@ __all__ = [
 _DATA, _COMMIT, _ABORT = 0, 1, 2
 _EMPTY, _ONGOING, _PREPARE_COMMIT, _PREPARE_ABORT, _COMPLETE_COMMIT, _COMPLETE_ABORT = 0, 1, 2, 3, 4, 5
 _NOT_STARTED = 0  # kafkamc.spec.transactions.ClientState.NotStarted
+_READY, _FATAL_ERROR = 1, 6  # ClientState.Ready, ClientState.FatalError
+_UNSENT, _TIMED_OUT = 0, 2  # kafkamc.spec.transactions.SendState.Unsent, TimedOut
+_IN_TRANSACTION = 2  # ClientState.InTransaction
 
 
 def _closing_markers(log):
@@ -259,37 +266,122 @@ def epochs_committed_before_use(p, s) -> bool:
     c = s.coordinator
     pid = c.pid
     top = c.log_epoch
-    if c.producer_epoch < top:
-        return False
-    for pr in s.producers:
-        if pr.pid == pid and pr.epoch > top:
-            return False
-    for req in s.network:
-        if req.pid == pid and req.epoch > top:
-            return False
-    for d in s.partitions:
-        if d.producers[pid - 1].epoch > top:
-            return False
-        for entry in d.log:
-            if entry.pid == pid and entry.epoch > top:
-                return False
-    return True
+    # ``&`` rather than ``and``: "of this producer id and above" is one condition per holder, so
+    # ``kafkamc prove`` turns each holder into one term instead of forking on its producer id.
+    return (c.producer_epoch >= top
+            and not any((pr.pid == pid) & (pr.epoch > top) for pr in s.producers)
+            and not any((req.pid == pid) & (req.epoch > top) for req in s.network)
+            and not any(d.producers[pid - 1].epoch > top for d in s.partitions)
+            and not any((entry.pid == pid) & (entry.epoch > top) for d in s.partitions for entry in d.log))
 
 
-@invariant("producers-initialised-before-sending", "a producer instance past initTransactions() holds a producer id and epoch, and its next sequence number per partition is at most the client transactions begun")
+@invariant("producers-initialised-before-sending", "a producer instance past initTransactions() holds a producer id and epoch, and its next sequence number per partition is at most its transaction's number, one less while that transaction has sent nothing there")
 def producers_initialised_before_sending(p, s) -> bool:
     """KIP-98: a transactional producer sends nothing before InitProducerId returned its producer id
     and epoch, and its sequence numbers count its batches to a partition since its epoch was
-    bumped: at most one batch per partition and client transaction. An auxiliary invariant for
+    bumped: at most one batch per partition and client transaction, and client transactions are
+    numbered 1, 2, ... in the order they began (over all instances), so an instance in transaction
+    ``t`` has sent at most ``t`` batches to a partition, ``t - 1`` if transaction ``t`` has not
+    sent to it. An instance's transaction is one that began. An auxiliary invariant for
     ``kafkamc prove``."""
     begun = s.txns_begun
     for pr in s.producers:
         if pr.state != _NOT_STARTED and (pr.pid < 1 or pr.epoch < 0):
             return False
-        for seq in pr.next_seq:
-            if seq > begun:
+        txn = pr.txn
+        # A transaction, once begun, is numbered: only NotStarted, Ready and FatalError may be
+        # outside one (transaction 0).
+        if txn > begun or (txn < 1 and pr.state != _NOT_STARTED and pr.state != _READY
+                           and pr.state != _FATAL_ERROR):
+            return False
+        # ``&`` and arithmetic on the comparison: one term per partition, no fork.
+        if any((seq > txn) | ((sent == _UNSENT) & (seq > 0) & (seq >= txn))
+               for seq, sent in zip(pr.next_seq, pr.sent)):
+            return False
+    return True
+
+
+@invariant("transaction-batches-once", "a partition holds at most one batch of each client transaction, of a transaction that began, and none of the transaction an instance is in before it sends there")
+def transaction_batches_once(p, s) -> bool:
+    """The idempotent producer (KIP-98): a retried batch keeps its sequence number and is appended
+    once, and each client transaction sends one batch per partition. Client transactions are
+    numbered 1, 2, ... as they begin, so the batches of a partition carry distinct numbers up to
+    the transactions begun. An auxiliary invariant for ``kafkamc prove``: with the markers closing
+    one transaction each (``producer-state-matches-log``) it bounds a log's length."""
+    begun = s.txns_begun
+    for q, d in enumerate(s.partitions):
+        log = d.log
+        batches = [e for e in log if e.kind == _DATA]
+        if any((e.txn < 1) | (e.txn > begun) for e in batches):
+            return False
+        if any(a.txn == b.txn for k, a in enumerate(batches) for b in batches[k + 1:]):
+            return False
+        for pr in s.producers:
+            if pr.state == _IN_TRANSACTION and pr.sent[q] == _UNSENT:
+                if any(e.txn == pr.txn for e in batches):
+                    return False
+    return True
+
+
+@invariant("producer-state-matches-log", "a partition's open transaction of a producer id (currentTxnFirstOffset) starts at its first batch after its last marker, and every marker closes a transaction that was open")
+def producer_state_matches_log(p, s) -> bool:
+    """ProducerStateManager (KIP-98) rebuilds its state from the log: a producer id's open
+    transaction begins at its first data batch after its last control marker, and a marker is
+    appended only to close an open transaction (appendEndTxnMarker on a partition with none
+    writes no marker in the model). So the entry of a producer id before one of its markers is
+    one of its batches, its producer state has an open transaction exactly when its last entry is
+    a batch, and the log holds no batch of it past its last marker that the state does not count.
+    An auxiliary invariant for ``kafkamc prove``."""
+    for d in s.partitions:
+        log = d.log
+        n = len(log)
+        for pid, pe in enumerate(d.producers, start=1):
+            first = pe.txn_first_offset
+            last = -1  # the kind of the producer id's entry seen last, -1 before any
+            start = -1  # the offset of its first batch after its last marker, -1 if none
+            for k, e in enumerate(log):
+                if e.pid == pid:
+                    if e.kind != _DATA and last != _DATA:
+                        return False  # a marker that closes nothing
+                    if e.kind == _DATA and last != _DATA:
+                        start = k
+                    last = _DATA if e.kind == _DATA else _COMMIT
+            if last == _DATA:
+                if first != start:
+                    return False
+            elif first >= 0 or first < -1:
+                return False
+            if first >= n:
                 return False
     return True
+
+
+@invariant("timed-out-batches-were-delayed", "a client holds a timed-out batch only if some request was delayed")
+def timed_out_batches_were_delayed(p, s) -> bool:
+    """The model's bookkeeping: a batch becomes TimedOut only when its Produce is delayed, which
+    ``delays`` counts (at most ``max_delayed``). An auxiliary invariant for ``kafkamc prove``."""
+    return s.delays > 0 or not any(x == _TIMED_OUT for pr in s.producers for x in pr.sent)
+
+
+@invariant("coordinator-state-committed", "with no transaction-log record in flight, the coordinator's in-memory state is its last committed record's, and so is its epoch unless a fence bumped it")
+def coordinator_state_committed(p, s) -> bool:
+    """TransactionStateManager.appendTransactionToLog (KIP-98): the coordinator changes its
+    TransactionMetadata only in the callback of a committed append, so with no append in flight it
+    acts on what the log holds. The one exception is PrepareEpochFence (KAFKA-6119): the bumped
+    epoch is held in memory while the fence is pending, and after a failed fence: marked
+    hasFailedEpochFence since KAFKA-9666, unmarked before it (``failed_fence_keeps_epoch=false``).
+    An auxiliary invariant for ``kafkamc prove``."""
+    c = s.coordinator
+    # A fence (pending or failed) is of an Ongoing transaction, and only an append that can fail
+    # (log_append=replicated) leaves a failed one.
+    if (c.fencing or c.failed_fence) and c.log_state != _ONGOING:
+        return False
+    if c.failed_fence and p.log_append != "replicated":
+        return False
+    if c.appending:
+        return True
+    return c.state == c.log_state and (c.fencing or c.failed_fence or c.producer_epoch == c.log_epoch
+                                       or not p.failed_fence_keeps_epoch)
 
 
 # -- liveness under fairness (issue 14) ------------------------------------------------------------

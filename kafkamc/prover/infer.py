@@ -410,7 +410,11 @@ def infer(
     max_states: int = DEFAULT_MINE_STATES,
     max_rounds: int = 50,
     progress: Callable[[str], None] | None = None,
+    action_progress: Callable[[tuple[Any, ...]], None] | None = None,
 ) -> InferResult:
+    """Mine candidates, then Houdini (see the module's docstring). ``progress`` gets a line per
+    round; ``action_progress`` the queries of each action of each round as they complete (as
+    ``prove``'s ``progress``)."""
     started = time.perf_counter()
     targets = tuple(targets)
     mining_spec = spec
@@ -429,7 +433,7 @@ def infer(
         rounds += 1
         sizes.append(len(members))
         last = prove(spec, members, lifted=lifted, timeout=timeout, workers=workers, search=False,
-                     counterexamples=False)
+                     counterexamples=False, progress=action_progress)
         failed = {q.invariant for q in last.queries if q.verdict != PROVED}
         if TYPE_OK in failed or any(q.verdict == UNKNOWN for q in last.queries):
             # The domain is left under the current set (dropping members only weakens it further),
@@ -440,7 +444,9 @@ def infer(
             return InferResult(UNKNOWN, tuple(t.name for t in targets), generated, len(cands), nstates,
                                (), tuple(dropped_targets),
                                rounds, round(time.perf_counter() - started, 3), last, tuple(sizes))
-        say(f"round {rounds}: {len(members)} members, {len(failed)} not inductive ({last.seconds:.1f} s)")
+        say(f"round {rounds}: {len(members)} members, {len(failed)} not inductive "
+            f"({last.seconds:.1f} s, {last.cpu_seconds:.1f} CPU s)"
+            + (f": {', '.join(sorted(failed & target_names))} (targets)" if failed & target_names else ""))
         if not failed:
             clean = True
             break
@@ -461,11 +467,18 @@ def infer(
 
 
 def python_source(result: InferResult) -> str:
-    """The inferred invariants as a module the user can paste (each decorated with @invariant)."""
-    enums = sorted({m for c in result.inferred for m in re.findall(r"\b([A-Z]\w*)\.[A-Z_]+\b", c.expr)})
+    """The inferred invariants as a module the user can paste (each decorated with @invariant); the
+    enums they name are imported from the modules that define them (the spec's), so that the
+    module runs as printed."""
+    enums: dict[str, type] = {}
+    for c in result.inferred:
+        for name in re.findall(r"\b([A-Z]\w*)\.[A-Z_]\w*\b", c.expr):
+            enums[name] = c.fn.__globals__[name]  # the class the candidate was compiled with
     lines = ["from kafkamc import invariant"]
-    if enums:
-        lines.append(f"# from <your spec module> import {', '.join(enums)}")
+    modules: dict[str, list[str]] = {}
+    for name in sorted(enums):
+        modules.setdefault(enums[name].__module__, []).append(name)
+    lines += [f"from {mod} import {', '.join(names)}" for mod, names in sorted(modules.items())]
     for c in result.inferred:
         fn = c.name.replace("-", "_")
         lines += ["", "", f"@invariant({c.name!r}, {('inferred: ' + c.expr)!r})",

@@ -86,10 +86,14 @@ from kafkamc.invariants.transactions import (
     atomicity,
     client_commit_truth,
     commit_by_own_end_txn,
+    coordinator_state_committed,
     epochs_committed_before_use,
     init_producer_id_succeeds,
     producers_initialised_before_sending,
+    producer_state_matches_log,
     open_transaction_closes,
+    timed_out_batches_were_delayed,
+    transaction_batches_once,
     no_cross_transaction_leak,
     no_duplicate_append,
     no_hanging_transaction,
@@ -715,6 +719,10 @@ class Transactions(Spec):
         # Auxiliary invariants for ``kafkamc prove`` (not defaults; each holds under ``check`` too).
         epochs_committed_before_use,
         producers_initialised_before_sending,
+        transaction_batches_once,
+        producer_state_matches_log,
+        timed_out_batches_were_delayed,
+        coordinator_state_committed,
     )
     # One swim lane per producer instance and per data partition in the trace viewer.
     entities = {"producer": ("producers",), "partition": ("partitions",)}
