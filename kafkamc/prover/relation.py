@@ -79,12 +79,9 @@ def _one(spec: Spec, props: Sequence[Property], layout: Layout, shape: Shape, bu
     solver = z3.Solver()
     solver.add(facts)
     before = budget.paths
-    ex = Explorer(solver, None, budget, formatting_allowed=True)
-    ex.model = ex.model_of(z3.BoolVal(True))
-    if ex.model is None:  # a shape with no state (contradictory facts): no formula at all
+    if solver.check() != z3.sat:  # a shape with no state (contradictory facts): no formula at all
         false = z3.BoolVal(False)
         return ShapeRelation(shape, false, tuple(false for _ in props), false, false, false, false, (), 0)
-    ex.rebase()
     raised: list[z3.BoolRef] = []
     cons = type(spec).constraint
     formulas = tuple(_predicate(p, pr.fn, tmpl, solver, budget, {}, raised) for pr in props)
@@ -132,7 +129,7 @@ def _explore(p: Any, act: Any, tmpl: Any, solver: z3.Solver, budget: Budget, fix
     Code that needs a concrete value (a hash: a set of pairs holding an offset) is refused on a
     symbolic one; the action then runs again once per value the domain gives the term it needed
     (its variables fixed, each valuation a conjunct of its paths, so the moves stay exact), up to
-    ``_MAX_VALUATIONS`` in all; beyond that, or when the refusal names no term, it stands."""
+    ``_MAX_VALUATIONS`` per refusal; beyond that, or when the refusal names no term, it stands."""
     at = fast_and([v == _term(x) for v, x in fixed.items()])
     state = _fix(tmpl, fixed)
     solver.push()
