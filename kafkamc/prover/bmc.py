@@ -85,9 +85,12 @@ class _Unrolling:
         assigned: dict[str, list[int]] = {}
         i = 0
         bad, raised_check, raised_action, escapes = [], [], [], []
+        bad_each: list[list[z3.BoolRef]] = [[] for _ in self.props]
         for rel in self.rels:
             here = fast_and([lay.selects(rel.shape, "x"), rel.facts])
             bad.append(fast_and([here, fast_not(fast_and(list(rel.props)))]))
+            for j, f in enumerate(rel.props):
+                bad_each[j].append(fast_and([here, fast_not(f)]))
             raised_check.append(fast_and([here, rel.raised_check]))
             raised_action.append(fast_and([here, rel.expand, rel.raised_action]))
             escapes.append(fast_and([here, rel.expand, rel.escapes]))
@@ -103,6 +106,7 @@ class _Unrolling:
                 parts.append(fast_or([y[k] == x[k]] + [self.picks[j] for j in who]))
         self.step_formula = fast_and(parts)
         self.bad_formula = fast_or(bad)
+        self.bad_each = [fast_or(b) for b in bad_each]
         self.raised_check = fast_or(raised_check)
         self.raised_action = fast_or(raised_action)
         self.escapes = fast_or(escapes)
@@ -200,6 +204,10 @@ def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: floa
                 if not z3.is_true(model.eval(bad, model_completion=True)):
                     model = un.ask(bad) or model
                 if z3.is_true(model.eval(bad, model_completion=True)):
+                    if len(props) > 1:
+                        # The first invariant, in the order asked, that a state of this depth breaks:
+                        # the same name on every run, whichever model the solver gives first.
+                        model = next(m for f in un.bad_each if (m := un.ask(un.at(f, k))) is not None)
                     return confirmed(spec, props, un.states(model, k), started, depth, _stats(un, budget))
                 _error(spec, props, un.states(model, k), un, model, k)
             reached = k
