@@ -265,8 +265,10 @@ def test_sigterm_ends_bmc_as_incomplete_with_the_depth_reached():
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 4, (out, err)
-    # Usually within depth 5 or 6; on a loaded host possibly before the initial states.
-    assert ("stopped at depth" in out or "stopped before" in out) and "(terminated)" in out
+    # Usually while the relation is made or at a depth; on a very loaded host (load 13, nice 15)
+    # possibly still at start-up, before bmc began: then the CLI's own one-line incomplete.
+    assert (("stopped at depth" in out or "stopped before" in out) and "(terminated)" in out
+            or "terminated: stopped before a result" in err)
     assert "Traceback" not in err
 
 
