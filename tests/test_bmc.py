@@ -257,11 +257,27 @@ def test_bmc_agrees_with_breadth_first_check_to_the_same_depth(bound, limit, dep
         assert result.result == "incomplete" and result.extra["bmc_depth"] == depth
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User+system CPU seconds of a running process (Linux /proc; 6 s of sleep elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        time.sleep(6)
+        return float("inf")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def test_sigterm_ends_bmc_as_incomplete_with_the_depth_reached():
     proc = subprocess.Popen(
         [sys.executable, "-m", "kafkamc", "bmc", "controller", "-p", "fencing=none", "-i",
          "no-stale-request-applied", "--depth", "8"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(6)
+    # Past start-up (interpreter, imports, signal handlers) before the signal: by CPU time, which
+    # a loaded host does not stretch as it stretches wall time (a fixed 6 s sleep was not enough
+    # at load 13 under nice 15).
+    waited = time.monotonic()
+    while _cpu_seconds(proc.pid) < 3.0 and time.monotonic() - waited < 300 and proc.poll() is None:
+        time.sleep(0.5)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 4, (out, err)
