@@ -15,7 +15,7 @@ from kafkamc.cli.args import int_at_least, seconds
 from kafkamc.cli.check import EXIT_FOR_RESULT
 from kafkamc.counterexamples.render import render_summary, render_trace, result_to_json
 from kafkamc.errors import UsageError
-from kafkamc.prover.bmc import bmc
+from kafkamc.prover.bmc import ENCODINGS, bmc
 from kafkamc.spec.registry import build_spec, select_properties
 from kafkamc.terminal import printable_lines
 
@@ -34,6 +34,10 @@ def register(subparsers: Any) -> None:
                      help="most steps from an initial state (a trace has at most K+1 states)")
     cmd.add_argument("--timeout", type=seconds, default=3600.0, metavar="S",
                      help="time limit in seconds (default 3600); beyond it the result is incomplete")
+    cmd.add_argument("--encoding", choices=ENCODINGS, default="classical",
+                     help="classical (default): the transition relation made once per shape of the spec's "
+                          "domain(p), unrolled; context: the actions run per depth on the reachable states "
+                          "(no domain needed; see docs/bmc.md)")
     cmd.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout (as check)")
     cmd.set_defaults(run=_cmd_bmc)
 
@@ -43,7 +47,7 @@ def _cmd_bmc(args: argparse.Namespace) -> int:
     props = select_properties(type(spec), args.invariant)
     if not props:
         raise UsageError("bmc needs at least one invariant (-i NAME)")
-    result = bmc(spec, props, args.depth, timeout=args.timeout)
+    result = bmc(spec, props, args.depth, timeout=args.timeout, encoding=args.encoding)
     if ":" in args.spec:
         import dataclasses
 

@@ -33,18 +33,20 @@ from z3 import z3core
 from kafkamc.checker.symbolic import Budget, PathLimit, SolverUnknown, concretize
 from kafkamc.checker.symbolic.values import fast_and, fast_not, fast_or
 from kafkamc.checker.watch import stop_reason
-from kafkamc.counterexamples.trace import replay
-from kafkamc.errors import SoundnessError, SpecRaised, SymbolicUnsupported, UsageError
+from kafkamc.errors import SoundnessError, SymbolicUnsupported, UsageError
 from kafkamc.invariants.api import Property
+from kafkamc.prover.bmc_context import bmc_in_context
 from kafkamc.prover.layout import Layout
 from kafkamc.prover.relation import ShapeRelation, relate
-from kafkamc.result import INCOMPLETE, VIOLATION, CheckResult
+from kafkamc.prover.witness import concrete_path, confirmed, incomplete, raised
+from kafkamc.result import CheckResult
 from kafkamc.spec.api import Spec
 from kafkamc.spec.domain import contains
 
-__all__ = ["bmc", "DEFAULT_MAX_PATHS"]
+__all__ = ["bmc", "DEFAULT_MAX_PATHS", "ENCODINGS"]
 
 DEFAULT_MAX_PATHS = 2_000_000
+ENCODINGS = ("classical", "context")
 
 
 class _Unrolling:
@@ -83,9 +85,12 @@ class _Unrolling:
         assigned: dict[str, list[int]] = {}
         i = 0
         bad, raised_check, raised_action, escapes = [], [], [], []
+        bad_each: list[list[z3.BoolRef]] = [[] for _ in self.props]
         for rel in self.rels:
             here = fast_and([lay.selects(rel.shape, "x"), rel.facts])
             bad.append(fast_and([here, fast_not(fast_and(list(rel.props)))]))
+            for j, f in enumerate(rel.props):
+                bad_each[j].append(fast_and([here, fast_not(f)]))
             raised_check.append(fast_and([here, rel.raised_check]))
             raised_action.append(fast_and([here, rel.expand, rel.raised_action]))
             escapes.append(fast_and([here, rel.expand, rel.escapes]))
@@ -101,6 +106,7 @@ class _Unrolling:
                 parts.append(fast_or([y[k] == x[k]] + [self.picks[j] for j in who]))
         self.step_formula = fast_and(parts)
         self.bad_formula = fast_or(bad)
+        self.bad_each = [fast_or(b) for b in bad_each]
         self.raised_check = fast_or(raised_check)
         self.raised_action = fast_or(raised_action)
         self.escapes = fast_or(escapes)
@@ -164,9 +170,10 @@ def _substitute(formula: z3.BoolRef, pairs: list[tuple[z3.ExprRef, z3.ExprRef]])
 
 
 def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: float = 3600.0,
-        max_paths: int = DEFAULT_MAX_PATHS, progress: Any = None) -> CheckResult:
+        max_paths: int = DEFAULT_MAX_PATHS, progress: Any = None, encoding: str = "classical") -> CheckResult:
     """A shortest violation of ``invariants`` within ``depth`` steps, or an incomplete result
-    (reason ``max-depth``, or why it stopped earlier) saying none exists up to the depth reached."""
+    (reason ``max-depth``, or why it stopped earlier) saying none exists up to the depth reached.
+    ``encoding``: "classical" (this module) or "context" (``bmc_context.py``, the earlier one)."""
     props = tuple(invariants)
     if not props:
         raise UsageError("bmc needs at least one invariant (-i NAME)")
@@ -175,6 +182,10 @@ def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: floa
             raise UsageError(f"{pr.name} is a {pr.kind} property; bmc takes invariants (state properties) only")
     if depth < 0:
         raise UsageError(f"--depth {depth}: allowed: a non-negative integer")
+    if encoding not in ENCODINGS:
+        raise UsageError(f"--encoding {encoding}: allowed: {', '.join(ENCODINGS)}")
+    if encoding == "context":
+        return bmc_in_context(spec, props, depth, timeout=timeout, max_paths=max_paths)
     started = time.perf_counter()
     z3.set_param("smt.random_seed", 0)
     z3.set_param("sat.random_seed", 0)
@@ -193,7 +204,11 @@ def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: floa
                 if not z3.is_true(model.eval(bad, model_completion=True)):
                     model = un.ask(bad) or model
                 if z3.is_true(model.eval(bad, model_completion=True)):
-                    return _confirmed(spec, props, un.states(model, k), started, depth, un)
+                    if len(props) > 1:
+                        # The first invariant, in the order asked, that a state of this depth breaks:
+                        # the same name on every run, whichever model the solver gives first.
+                        model = next(m for f in un.bad_each if (m := un.ask(un.at(f, k))) is not None)
+                    return confirmed(spec, props, un.states(model, k), started, depth, _stats(un, budget))
                 _error(spec, props, un.states(model, k), un, model, k)
             reached = k
             if progress is not None:
@@ -203,17 +218,17 @@ def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: floa
             un.unrolled.append(un.at(un.step_formula, k))
     except (SolverUnknown, PathLimit) as exc:
         why = "the time limit was reached" if time.monotonic() >= budget.deadline else f"solver: {exc}"
-        return _incomplete(spec, props, started, reached, "max-depth", why, un, budget)
+        return incomplete(spec, props, started, reached, "max-depth", why, _stats(un, budget))
     except KeyboardInterrupt as exc:
-        return _incomplete(spec, props, started, reached, stop_reason(exc), None, un, budget)
-    return _incomplete(spec, props, started, reached, "max-depth", None, un, budget)
+        return incomplete(spec, props, started, reached, stop_reason(exc), None, _stats(un, budget))
+    return incomplete(spec, props, started, reached, "max-depth", None, _stats(un, budget))
 
 
 def _error(spec: Spec, props: tuple[Property, ...], states: list[Any], un: _Unrolling, model: Any, k: int) -> None:
     """A reachable state on which a spec function raised, or with a successor outside the domain:
     found again concretely and reported (exit 3), or a disagreement."""
     if z3.is_true(model.eval(un.at(un.escapes, k), model_completion=True)):
-        _concrete_path(spec, states)
+        concrete_path(spec, states)
         dom = type(spec).domain(spec.p)
         for act, _label, nxt in spec.successors(states[-1]):
             if not contains(dom, nxt):
@@ -221,88 +236,10 @@ def _error(spec: Spec, props: tuple[Property, ...], states: list[Any], un: _Unro
                     f"bmc: {act.name} leaves the domain(p) of {spec.name} on a state reachable in {k} steps "
                     f"(the encoding cannot represent its successor {nxt!r}); widen the domain")
         raise SoundnessError(f"bmc: the solver's successor outside the domain is not one concretely: {states[-1]!r}")
-    _raised(spec, props, states, actions=True)
-
-
-def _raised(spec: Spec, props: tuple[Property, ...], states: list[Any], *, actions: bool) -> None:
-    """A reachable state on which a spec function raised symbolically: found again concretely and
-    reported as ``check`` reports it (exit 3), or a disagreement."""
-    _concrete_path(spec, states)
-    last = states[-1]
-    p = spec.p
-    for pr in props:
-        try:
-            pr.fn(p, last)
-        except Exception as exc:
-            raise SpecRaised(f"invariant {pr.name}", last, exc) from exc
-    cons = type(spec).constraint
-    if cons is not None:
-        try:
-            cons(p, last)
-        except Exception as exc:
-            raise SpecRaised("constraint", last, exc) from exc
-    if actions:
-        for act in type(spec).actions():
-            try:
-                list(act.fn(p, last))
-            except Exception as exc:
-                raise SpecRaised(f"action {act.name}", last, exc) from exc
-    raise SoundnessError(f"bmc: a spec function raised on a symbolic state that runs concretely: {last!r}")
+    raised(spec, props, states, actions=True)
 
 
 def _stats(un: _Unrolling | None, budget: Budget) -> dict[str, Any]:
-    return {"checker": "bmc", "shapes": len(un.layout.shapes) if un is not None else 0,
+    return {"checker": "bmc", "encoding": "classical", "shapes": len(un.layout.shapes) if un is not None else 0,
             "transitions": len(un.moves) if un is not None else 0, "paths": budget.paths,
             "solver_checks": budget.checks, "relation_cpu": un.relation_cpu if un is not None else None}
-
-
-def _incomplete(spec: Spec, props: tuple[Property, ...], started: float, reached: int, reason: str,
-                why: str | None, un: _Unrolling | None, budget: Budget) -> CheckResult:
-    """None within ``reached`` steps (-1: not even the initial states were checked)."""
-    extra = {**_stats(un, budget), "bmc_depth": reached}
-    if why is not None:
-        extra["limit"] = why
-    return CheckResult(
-        spec=spec.name, params=spec.p.as_dict(), engine="bmc", result=INCOMPLETE,
-        invariants=tuple(pr.name for pr in props), violated=None, distinct_states=0, states_generated=0,
-        depth=reached + 1, seconds=round(time.perf_counter() - started, 3), reason=reason, extra=extra)
-
-
-def _concrete_path(spec: Spec, states: list[Any]) -> list[int]:
-    """The successor-index path of the solver's states, found again among the concrete initial
-    states and successors; a state that is not there is a disagreement, never printed."""
-    inits = spec.initial()
-    try:
-        path = [inits.index(states[0])]
-    except ValueError:
-        raise SoundnessError(f"bmc: the solver's initial state is not an initial state of {spec.name}: "
-                             f"{states[0]!r}") from None
-    cons = type(spec).constraint
-    for k, (pre, post) in enumerate(zip(states, states[1:]), start=1):
-        if cons is not None and not cons(spec.p, pre):
-            raise SoundnessError(f"bmc: step {k} leaves a state the constraint does not expand")
-        succ = [nxt for _act, _label, nxt in spec.successors(pre)]
-        if post not in succ:
-            raise SoundnessError(f"bmc: the solver's state {k + 1} is not a successor of state {k}: {post!r}")
-        path.append(succ.index(post))
-    return path
-
-
-def _confirmed(spec: Spec, props: tuple[Property, ...], states: list[Any], started: float, depth: int,
-               un: _Unrolling) -> CheckResult:
-    """Find the solver's states again concretely and replay them: never an unchecked trace."""
-    trace = replay(spec, _concrete_path(spec, states))
-    if [st.state for st in trace.steps] != states:
-        raise SoundnessError("bmc: the replayed trace differs from the solver's states")
-    p = spec.p
-    for k, st in enumerate(states[:-1], start=1):
-        if not all(pr.fn(p, st) for pr in props):
-            raise SoundnessError(f"bmc: state {k} already violates an invariant: the search was not shortest")
-    violated = next((pr.name for pr in props if not pr.fn(p, states[-1])), None)
-    if violated is None:
-        raise SoundnessError("bmc: the solver's last state satisfies every invariant when replayed")
-    return CheckResult(
-        spec=spec.name, params=p.as_dict(), engine="bmc", result=VIOLATION,
-        invariants=tuple(pr.name for pr in props), violated=violated, distinct_states=0, states_generated=0,
-        depth=len(states), seconds=round(time.perf_counter() - started, 3), trace=trace,
-        extra={**_stats(un, un.budget), "bmc_depth": len(states) - 1, "bmc_bound": depth})

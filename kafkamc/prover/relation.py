@@ -79,17 +79,13 @@ def _one(spec: Spec, props: Sequence[Property], layout: Layout, shape: Shape, bu
     solver = z3.Solver()
     solver.add(facts)
     before = budget.paths
-    ex = Explorer(solver, None, budget, formatting_allowed=True)
-    ex.model = ex.model_of(z3.BoolVal(True))
-    if ex.model is None:  # a shape with no state (contradictory facts): no formula at all
+    if solver.check() != z3.sat:  # a shape with no state (contradictory facts): no formula at all
         false = z3.BoolVal(False)
         return ShapeRelation(shape, false, tuple(false for _ in props), false, false, false, false, (), 0)
-    ex.rebase()
     raised: list[z3.BoolRef] = []
     cons = type(spec).constraint
-    with guarded():
-        formulas = tuple(ex.formula(_catching(pr.fn, raised), p, tmpl) for pr in props)
-        expand = ex.formula(_catching(cons, raised), p, tmpl) if cons is not None else z3.BoolVal(True)
+    formulas = tuple(_predicate(p, pr.fn, tmpl, solver, budget, {}, raised) for pr in props)
+    expand = _predicate(p, cons, tmpl, solver, budget, {}, raised) if cons is not None else z3.BoolVal(True)
     found: list[tuple[str, z3.BoolRef, Any]] = []
     raised_act: list[z3.BoolRef] = []
     for act in type(spec).actions():
@@ -133,7 +129,7 @@ def _explore(p: Any, act: Any, tmpl: Any, solver: z3.Solver, budget: Budget, fix
     Code that needs a concrete value (a hash: a set of pairs holding an offset) is refused on a
     symbolic one; the action then runs again once per value the domain gives the term it needed
     (its variables fixed, each valuation a conjunct of its paths, so the moves stay exact), up to
-    ``_MAX_VALUATIONS`` in all; beyond that, or when the refusal names no term, it stands."""
+    ``_MAX_VALUATIONS`` per refusal; beyond that, or when the refusal names no term, it stands."""
     at = fast_and([v == _term(x) for v, x in fixed.items()])
     state = _fix(tmpl, fixed)
     solver.push()
@@ -165,8 +161,7 @@ def _explore(p: Any, act: Any, tmpl: Any, solver: z3.Solver, budget: Budget, fix
                     pass
             return
         except SymbolicUnsupported as exc:
-            term = getattr(exc, "term", None)
-            free = [v for v in _constants(term) if not any(v.eq(f) for f in fixed)] if term is not None else []
+            free = _free(exc, fixed)
             if not free:
                 raise
             del found[mark[0]:], raised[mark[1]:]
@@ -177,6 +172,46 @@ def _explore(p: Any, act: Any, tmpl: Any, solver: z3.Solver, budget: Budget, fix
         solver.pop()
     for valuation in values:
         _explore(p, act, tmpl, solver, budget, {**fixed, **valuation}, found, raised)
+
+
+def _predicate(p: Any, fn: Any, tmpl: Any, solver: z3.Solver, budget: Budget, fixed: dict[z3.ExprRef, Any],
+               raised: list[z3.BoolRef]) -> z3.BoolRef:
+    """The formula of ``fn(p, tmpl)`` (an invariant, the constraint) with the variables of
+    ``fixed`` made those values; where it needs a concrete value (``{c.log_epoch}``), the
+    disjunction over the values the domain gives the term (each the formula of that value), as for
+    an action (``_explore``)."""
+    at = fast_and([v == _term(x) for v, x in fixed.items()])
+    state = _fix(tmpl, fixed)
+    solver.push()
+    try:
+        solver.add(at)
+        model = solver.model() if solver.check() == z3.sat else None
+        if model is None:
+            return z3.BoolVal(False)
+        mark = len(raised)
+        ex = Explorer(solver, model, budget, formatting_allowed=False)
+        try:
+            with guarded():
+                made = ex.formula(_catching(fn, raised), p, state)
+            raised[mark:] = [fast_and([at, r]) for r in raised[mark:]]
+            return fast_and([at, made])
+        except SymbolicUnsupported as exc:
+            del raised[mark:]
+            free = _free(exc, fixed)
+            values = _valuations(solver, free, _MAX_VALUATIONS) if free else None
+            if values is None:
+                raise
+    finally:
+        solver.pop()
+    return fast_or([_predicate(p, fn, tmpl, solver, budget, {**fixed, **v}, raised) for v in values])
+
+
+def _free(exc: SymbolicUnsupported, fixed: dict[z3.ExprRef, Any]) -> list[z3.ExprRef]:
+    """The state variables of the term a refusal needed concrete, less those already fixed."""
+    term = getattr(exc, "term", None)
+    if term is None:
+        return []
+    return [v for v in _constants(term) if not any(v.eq(f) for f in fixed)]
 
 
 def _valuations(solver: z3.Solver, free: list[z3.ExprRef], most: int) -> list[dict[z3.ExprRef, Any]] | None:
