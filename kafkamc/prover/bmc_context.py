@@ -27,12 +27,12 @@ from typing import Any, Iterator, Sequence
 import z3
 
 from kafkamc.checker.symbolic import Budget, Explorer, PathLimit, SolverUnknown, SymBool, SymInt, concretize, guarded
-from kafkamc.checker.symbolic.context import current
 from kafkamc.checker.symbolic.values import as_arith, fast_and, fast_not, fast_or
 from kafkamc.checker.watch import stop_reason
 from kafkamc.errors import KafkamcError, SoundnessError, SymbolicUnsupported
 from kafkamc.invariants.api import Property
 from kafkamc.prover import witness
+from kafkamc.prover.relation import catching
 from kafkamc.result import CheckResult
 from kafkamc.spec.api import Spec
 
@@ -269,8 +269,8 @@ class _Unroller:
             raised: list[z3.BoolRef] = []
             try:
                 with guarded():
-                    props = [self.ex.formula(_catching(pr.fn, raised), p, tmpl) for pr in self.props]
-                    expand = (self.ex.formula(_catching(cons, raised), p, tmpl) if cons is not None
+                    props = [self.ex.formula(catching(pr.fn, raised), p, tmpl) for pr in self.props]
+                    expand = (self.ex.formula(catching(cons, raised), p, tmpl) if cons is not None
                               else z3.BoolVal(True))
             finally:
                 self.solver.pop()
@@ -391,26 +391,6 @@ class _Unroller:
             shape = model.eval(self.sel[j], model_completion=True).as_long()
             out.append(concretize(self.layers[j][shape][0], model))
         return out
-
-
-def _catching(fn: Any, raised: list[z3.BoolRef]) -> Any:
-    """``fn`` as a predicate whose exceptions on a symbolic state are recorded (the path's
-    condition) instead of stopping the exploration; the caller asks whether a reachable state
-    meets one."""
-
-    def run(*args: Any) -> Any:
-        try:
-            return fn(*args)
-        except KafkamcError:
-            raise
-        except Exception:
-            ex = current()
-            if ex.fatal is not None:
-                raise ex.fatal from None
-            raised.append(ex.path_condition())
-            return True
-
-    return run
 
 
 def bmc_in_context(spec: Spec, props: tuple[Property, ...], depth: int, *, timeout: float,

@@ -30,7 +30,7 @@ from kafkamc.invariants.api import Property
 from kafkamc.prover.layout import Layout, Shape
 from kafkamc.spec.api import Spec
 
-__all__ = ["Move", "ShapeRelation", "relate"]
+__all__ = ["Move", "ShapeRelation", "catching", "relate"]
 
 # Most states of a shape run one by one when an action's code needs concrete values.
 _MAX_VALUATIONS = 256
@@ -192,7 +192,7 @@ def _predicate(p: Any, fn: Any, tmpl: Any, solver: z3.Solver, budget: Budget, fi
         ex = Explorer(solver, model, budget, formatting_allowed=False)
         try:
             with guarded():
-                made = ex.formula(_catching(fn, raised), p, state)
+                made = ex.formula(catching(fn, raised), p, state)
             raised[mark:] = [fast_and([at, r]) for r in raised[mark:]]
             return fast_and([at, made])
         except SymbolicUnsupported as exc:
@@ -278,10 +278,10 @@ def _fix(value: Any, fixed: dict[z3.ExprRef, Any]) -> Any:
     return value
 
 
-def _catching(fn: Any, raised: list[z3.BoolRef]) -> Any:
+def catching(fn: Any, raised: list[z3.BoolRef]) -> Any:
     """``fn`` as a predicate whose exceptions on a symbolic state are recorded (the path's
-    condition) instead of stopping the exploration; the unrolling asks whether a reachable state
-    meets one."""
+    condition) instead of stopping the exploration; the unrolling (this module's and
+    bmc_context's) asks whether a reachable state meets one."""
 
     def run(*args: Any) -> Any:
         try:
