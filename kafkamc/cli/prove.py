@@ -18,7 +18,7 @@ from kafkamc.cli.output import file_part, write_counterexample
 from kafkamc.counterexamples.proof import cti_check_result, proof_to_json, render_proof
 from kafkamc.errors import UsageError
 from kafkamc.prover import CTI_FOUND, DEFAULT_TIMEOUT, PROVED, UNKNOWN, liftable, prove
-from kafkamc.prover.infer import infer, python_source, summary, unknown_reason
+from kafkamc.prover.infer import counts, infer, python_source, summary, unknown_reason
 from kafkamc.spec.registry import build_spec, load_spec_class, select_properties
 
 __all__ = ["register", "EXIT_FOR_PROOF"]
@@ -113,7 +113,6 @@ def _cmd_infer(args: argparse.Namespace, cls: Any, spec: Any, props: Any, lifted
                    CTI_FOUND: f"not proved: {', '.join(res.dropped_targets)} not implied by the inferred invariants",
                    UNKNOWN: f"unknown: {unknown_reason(res)}"}[res.result]
         print(outcome)
-        print(f"{res.generated} candidates, {res.mined} true on {res.mine_states} states, {len(res.inferred)} inductive; "
-              f"{res.rounds} rounds {list(res.round_sizes)}, {res.seconds:.1f} s")
+        print(counts(res))
         print(python_source(res), end="")
     return EXIT_FOR_PROOF[res.result]

@@ -35,7 +35,7 @@ from kafkamc.prover.prove import DEFAULT_TIMEOUT, prove
 from kafkamc.prover.result import PROVED, TYPE_OK, UNKNOWN, ProofResult
 from kafkamc.spec.api import Spec
 
-__all__ = ["Candidate", "InferResult", "mine", "infer", "python_source", "unknown_reason", "summary",
+__all__ = ["Candidate", "InferResult", "mine", "infer", "python_source", "unknown_reason", "summary", "counts",
            "DEFAULT_MINE_STATES"]
 
 DEFAULT_MINE_STATES = 20_000  # states of the mining run (a filter only: more states, fewer candidates)
@@ -507,6 +507,13 @@ def unknown_reason(result: InferResult) -> str:
         return (f"a query was open in round {result.rounds} (a time or path limit; see --timeout): {pairs}"
                 + (f" and {more} more" if more > 0 else ""))
     return f"no inductive subset was found within {result.rounds} rounds"
+
+
+def counts(result: InferResult) -> str:
+    """The run in one line: candidates, mined, inferred, rounds."""
+    return (f"{result.generated} candidates, {result.mined} true on {result.mine_states} states, "
+            f"{len(result.inferred)} inductive; {result.rounds} rounds {list(result.round_sizes)}, "
+            f"{result.seconds:.1f} s")
 
 
 def summary(result: InferResult) -> dict[str, Any]:
