@@ -81,6 +81,13 @@ from kafkamc.invariants.replication import (
     one_record_per_epoch_and_offset,
     records_of_epochs_acted_on,
     records_written_before,
+    high_watermarks_on_isr,
+    followers_copy_their_leader,
+    leader_isr_covers_zookeeper,
+    request_isr_covers_zookeeper,
+    elected_leader_holds_high_watermarks,
+    replicas_act_on_requests,
+    records_follow_their_leader,
     leader_in_isr,
     no_acked_data_loss,
     no_divergence,
@@ -626,6 +633,13 @@ class Replication(Spec):
         one_record_per_epoch_and_offset,
         records_written_before,
         records_of_epochs_acted_on,
+        high_watermarks_on_isr,
+        followers_copy_their_leader,
+        leader_isr_covers_zookeeper,
+        request_isr_covers_zookeeper,
+        elected_leader_holds_high_watermarks,
+        replicas_act_on_requests,
+        records_follow_their_leader,
     )
     recoverability = (partition_can_recover, isr_can_recover)
     liveness = (follower_catches_up, follower_learns_high_watermark)
