@@ -197,6 +197,13 @@ def test_replication_stale_leader_high_watermark_needs_its_isr_to_cover_zookeepe
     assert not ctis and queries[0].verdict == PROVED
 
 
+def test_replication_acked_records_auxiliaries_hold_under_check():
+    names = ("no-acked-data-loss", "acked-records-on-isr", "acked-records-on-elected-leaders")
+    for params in ({"acks": "all"}, {"acks": "all", "min_isr": 2, "crash": True, "max_records": 1}):
+        spec = Replication(**params)
+        assert explore(spec, _props(spec, names)).result == "ok", params
+
+
 @slow
 def test_replication_strong_isr_proved_for_every_record_bound():
     spec = Replication(**REPLICATION_SMALL)
@@ -281,6 +288,22 @@ def test_transactions_epochs_committed_before_use_proved_for_every_epoch_bound()
     spec = Transactions(**TRANSACTIONS_SMALL)
     result = prove(spec, _props(spec, TRANSACTIONS_PROOF))
     assert result.result == PROVED and result.lifted == ("max_epoch",)
+
+
+ATOMICITY_AUX = ("open-batches-in-coordinator-transaction", "markers-carry-the-decision")
+
+
+def test_transactions_atomicity_auxiliaries_hold_under_check():
+    for params in ({"partitions": 1}, {"producers": 2, "max_transactions": 1, "max_delayed": 0},
+                   {"version": "tv1", "partitions": 1, "max_delayed": 0},
+                   {"partitions": 1, "log_append": "replicated", "coordinator_failover": True, "max_transactions": 1}):
+        spec = Transactions(**params)
+        assert explore(spec, _props(spec, ("atomicity",) + ATOMICITY_AUX)).result == "ok", params
+    # A hanging transaction (KAFKA-14402: TV1, a delayed Produce) leaves a batch open outside the
+    # coordinator's transaction: the auxiliary fails there, as it should.
+    spec = Transactions(version="tv1", partitions=1)
+    result = explore(spec, _props(spec, ATOMICITY_AUX))
+    assert result.result == "violation" and result.violated == "open-batches-in-coordinator-transaction"
 
 
 def test_transactions_atomicity_runs_symbolically():

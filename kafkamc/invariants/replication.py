@@ -31,6 +31,8 @@ __all__ = [
     "elected_leader_holds_high_watermarks",
     "replicas_act_on_requests",
     "records_follow_their_leader",
+    "acked_records_on_isr",
+    "acked_records_on_elected_leaders",
 ]
 
 
@@ -486,11 +488,10 @@ def elected_leader_holds_high_watermarks(p, s) -> bool:
         ld = req[0]
         if not ld or rs[ld - 1][1] > e:
             continue
-        if not any(rs[m - 1][1] < e for m in s.quorum_isr):
-            continue
+        isr_below = any(rs[m - 1][1] < e for m in s.quorum_isr)
         llog = logs[ld - 1]
         for j, h in enumerate(s.hw):
-            if h and (len(llog) < h or llog[:h] != logs[j][:h]):
+            if h and (isr_below or rs[j][1] < e) and (len(llog) < h or llog[:h] != logs[j][:h]):
                 return False
     return True
 
@@ -556,4 +557,54 @@ def records_follow_their_leader(p, s) -> bool:
                 llog = logs[ld - 1]
                 if len(llog) <= o or llog[o] != rec:
                     return False
+    return True
+
+
+@invariant(
+    "acked-records-on-isr",
+    "every acknowledged record is at its offset on every member of ZooKeeper's ISR",
+)
+def acked_records_on_isr(p, s) -> bool:
+    """acks=all (KIP-98's durability, KAFKA-1555): a leader acknowledges a record only once its high
+    watermark passed it, and records below a high watermark are on every member of ZooKeeper's ISR
+    (``high-watermarks-on-isr``), so an acknowledged record is there too. Fails where acknowledged
+    data is lost (acks=1, unclean election, lossy crashes). An auxiliary invariant for ``kafkamc
+    prove``."""
+    logs = s.logs
+    for o, rid, re in s.acked:
+        for r in s.quorum_isr:
+            log = logs[r - 1]
+            if len(log) <= o or log[o] != (rid, re):
+                return False
+    return True
+
+
+@invariant(
+    "acked-records-on-elected-leaders",
+    "every acknowledged record is at its offset on the leader of every LeaderAndIsr request of its epoch or "
+    "later that has not moved past that request's epoch, below the high watermark of its own epoch's leader",
+)
+def acked_records_on_elected_leaders(p, s) -> bool:
+    """The leader that acknowledged a record (acks=all) led the record's epoch and had it below its
+    high watermark; a leader of a later epoch was elected from ZooKeeper's ISR, which held it, or,
+    elected before the acknowledgement, was in the acknowledging leader's ISR and fetched it; and
+    KIP-279's truncation against a leader that holds it never cuts it. So the leader of every
+    request of the record's epoch or later holds it, until that leader moves past the request's
+    epoch. Says nothing for other truncation rules or with crashes. An auxiliary invariant for
+    ``kafkamc prove``."""
+    if not _kip320_without_crashes(p):
+        return True
+    logs = s.logs
+    rs = s.replica_state
+    requests = s.requests
+    for o, rid, re in s.acked:
+        for e, req in enumerate(requests):
+            ld = req[0]
+            if e < re or not ld or rs[ld - 1][1] > e:
+                continue
+            log = logs[ld - 1]
+            if len(log) <= o or log[o] != (rid, re):
+                return False
+            if e == re and rs[ld - 1][0] == ld and rs[ld - 1][1] == e and s.hw[ld - 1] <= o:
+                return False
     return True

@@ -88,6 +88,8 @@ from kafkamc.invariants.replication import (
     elected_leader_holds_high_watermarks,
     replicas_act_on_requests,
     records_follow_their_leader,
+    acked_records_on_isr,
+    acked_records_on_elected_leaders,
     leader_in_isr,
     no_acked_data_loss,
     no_divergence,
@@ -640,6 +642,8 @@ class Replication(Spec):
         elected_leader_holds_high_watermarks,
         replicas_act_on_requests,
         records_follow_their_leader,
+        acked_records_on_isr,
+        acked_records_on_elected_leaders,
     )
     recoverability = (partition_can_recover, isr_can_recover)
     liveness = (follower_catches_up, follower_learns_high_watermark)
