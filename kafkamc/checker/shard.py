@@ -341,17 +341,15 @@ class Shard:
             # into its arrays: through the coordinator's pipes they were pickled, copied and
             # held by three processes at once, the largest transient of a level at 10^8 states.
             own = _owners(self.cand_fps, self.count)
-            order = np.argsort(own, kind="stable")  # each owner's candidates stay in key order
-            bounds = np.searchsorted(own[order], np.arange(self.count + 1))
-            del own
             out = []
             for o in range(self.count):
-                sel = order[bounds[o]:bounds[o + 1]]
+                sel = np.flatnonzero(own == o)  # in key order, as the owner expects
                 with open(self._exchange(self.index, o), "wb") as f:
                     self.cand_fps[sel].tofile(f)
                     self.cand_keys[sel].tofile(f)
                 out.append(len(sel))
-            del order
+                del sel
+            del own
         self.cand_fps = _EMPTY  # the owners have them now
         return out, generated, aprop_found, dead_found, self.level_cov
 
