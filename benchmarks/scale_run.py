@@ -160,8 +160,9 @@ def main(argv: list[str] | None = None) -> int:
           f"PSS {r['peak_pss'] / gib:.2f} GiB (sampled every {args.interval:g} s); "
           f"largest process peak (VmHWM) {r['peak_largest'] / gib:.2f} GiB")
     role = lambda pid: "coordinator" if pid == r["top"] else f"worker {pid}"  # noqa: E731
-    print("at the peak: " + ", ".join(f"{role(p)} {m / gib:.2f} GiB" for p, m in r["at_peak"]))  # type: ignore[union-attr]
-    print("each process's peak (VmHWM): " + ", ".join(f"{role(p)} {m / gib:.2f} GiB"
+    mib = 2**20
+    print("at the peak: " + ", ".join(f"{role(p)} {m / mib:,.0f} MiB" for p, m in r["at_peak"]))  # type: ignore[union-attr]
+    print("each process's peak (VmHWM): " + ", ".join(f"{role(p)} {m / mib:,.0f} MiB"
                                                       for p, m in r["hwm"].items()))  # type: ignore[union-attr]
     print(f"load average (1 min) during the run: {r['load_min']:.2f} to {r['load_max']:.2f}, mean {r['load_mean']:.2f}")
     return 0 if r["exit"] in (0, 1) else 1
