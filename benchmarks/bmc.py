@@ -32,6 +32,9 @@ CONFIGS = {
     "controller-none-max": ("controller", ["fencing=none", "elections=6", "expiries=4", "crashes=4", "requests=8",
                                            "leader_epochs=6"], "no-stale-request-applied", 7),
     "controller-none-b4": ("controller", ["fencing=none", "brokers=4"], "no-stale-request-applied", 7),
+    # brokers=4 with every bound at its maximum: the candidate for a run check cannot finish in 10 min.
+    "controller-none-b4-max": ("controller", ["fencing=none", "brokers=4", "elections=6", "expiries=4", "crashes=4",
+                                              "requests=8", "leader_epochs=6"], "no-stale-request-applied", 7),
     "controller-epoch-b2": ("controller", ["fencing=epoch", "brokers=2"], "zk-writes-fenced", 4),
     "transactions-tv1": ("transactions", ["version=tv1"], "no-hanging-transaction", 7),
     "group-raw": ("group", ["sticky_claims=raw"], "no-double-assignment", 13),

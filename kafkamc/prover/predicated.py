@@ -184,10 +184,6 @@ def _walk_in_order(stmts: list[ast.stmt]) -> Any:
 
 # -- early exits: continue and return as else branches -------------------------------------------
 
-def _is_exit(st: ast.stmt, kind: type) -> bool:
-    return isinstance(st, kind)
-
-
 def _exits(stmts: list[ast.stmt], kind: type) -> bool:
     return any(isinstance(n, kind) for n in _own_nodes(stmts, kind is ast.Continue))
 
@@ -359,17 +355,8 @@ def _judge(fn: types.FunctionType, pure: _Pure) -> bool:
     fdef = tree.body[0]
     if _has(fdef, (ast.Global, ast.Nonlocal)):
         return False
-    fresh = set()
-    bound: dict[str, bool] = {}
-    for n in ast.walk(fdef):
-        if isinstance(n, ast.Assign):
-            made = isinstance(n.value, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)) or (
-                isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Name) and n.value.func.id in _FRESH_CALLS)
-            for t in n.targets:
-                if isinstance(t, ast.Name):
-                    bound[t.id] = bound.get(t.id, True) and made
     args = {a.arg for a in fdef.args.args + fdef.args.posonlyargs + fdef.args.kwonlyargs}
-    fresh = {k for k, v in bound.items() if v and k not in args}
+    fresh = set(_fresh_containers(fdef.body)) - args
     ns = fn.__globals__ if fn.__globals__.get("__name__") != pure.ns.get("__name__") else pure.ns
     for n in ast.walk(fdef):
         if isinstance(n, (ast.Attribute, ast.Subscript)) and isinstance(n.ctx, (ast.Store, ast.Del)):
