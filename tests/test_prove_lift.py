@@ -31,9 +31,16 @@ slow = pytest.mark.skipif(not os.environ.get("KAFKAMC_SLOW_TESTS"), reason="slow
 GROUP_PROOF = ("no-double-assignment", "members-belong-to-consumers", "member-ids-unique")
 REPLICATION_PROOF = ("leader-in-isr", "leader-epochs-assigned", "current-leader-isr-in-zookeeper")
 REPLICATION_SMALL = {"track_visible": False, "log_size": 1, "max_leader_epoch": 1}
-# What strong-isr asks for so far (docs/prove.md): not yet inductive with these.
+# Facts of the logs that strong-isr and no-acked-data-loss need (docs/prove.md); they hold wherever the
+# model runs, strong-isr or not.
 STRONG_ISR_AUX = ("high-watermark-within-log", "one-record-per-epoch-and-offset", "records-written-before",
                   "records-of-epochs-acted-on")
+# With these too strong-isr is inductive (kip320, no crash); high-watermarks-on-isr implies strong-isr
+# and so fails wherever strong-isr does (kip279, unclean election, lossy crashes).
+STRONG_ISR_KIP320 = ("high-watermarks-on-isr", "followers-copy-their-leader", "leader-isr-covers-zookeeper",
+                     "request-isr-covers-zookeeper", "elected-leader-holds-high-watermarks", "replicas-act-on-requests",
+                     "records-follow-their-leader")
+STRONG_ISR_PROOF = ("strong-isr",) + REPLICATION_PROOF + STRONG_ISR_AUX + STRONG_ISR_KIP320
 # What no-double-ownership asks for so far (docs/prove.md).
 OWNERSHIP_AUX = ("eager-rejoin-owns-nothing", "consumers-hold-their-assignment")
 TRANSACTIONS_PROOF = ("epochs-committed-before-use", "producers-initialised-before-sending", "transaction-batches-once",
@@ -171,6 +178,39 @@ def test_replication_auxiliary_invariants_hold_under_check():
         assert explore(spec, _props(spec, STRONG_ISR_AUX)).result == "ok", params
 
 
+def test_replication_strong_isr_auxiliaries_hold_under_check():
+    for params in ({}, {"crash": True}, {"truncation": "fetch"}, {"truncation": "kip279", "model": "tla", "leaderless_ok": True},
+                   {"max_leader_epoch": 3, "log_size": 1, "max_records": 2}):
+        spec = Replication(**params)
+        assert explore(spec, _props(spec, STRONG_ISR_PROOF)).result == "ok", params
+
+
+def test_replication_stale_leader_high_watermark_needs_its_isr_to_cover_zookeepers():
+    # A leader advances its high watermark once its own ISR has the record; without
+    # leader-isr-covers-zookeeper that ISR ({2}) need not cover ZooKeeper's ({1}): a CTI.
+    spec = Replication(**REPLICATION_SMALL)
+    targets = ("strong-isr",)
+    queries, ctis = _query(spec, "leader_inc_high_watermark", ("strong-isr", "followers-copy-their-leader"), targets)
+    assert queries[0].verdict == CTI_FOUND and ctis[0].pre.quorum_isr == frozenset({1})
+    names = ("strong-isr", "followers-copy-their-leader", "leader-isr-covers-zookeeper")
+    queries, ctis = _query(spec, "leader_inc_high_watermark", names, targets)
+    assert not ctis and queries[0].verdict == PROVED
+
+
+def test_replication_acked_records_auxiliaries_hold_under_check():
+    names = ("no-acked-data-loss", "acked-records-on-isr", "acked-records-on-elected-leaders")
+    for params in ({"acks": "all"}, {"acks": "all", "min_isr": 2, "crash": True, "max_records": 1}):
+        spec = Replication(**params)
+        assert explore(spec, _props(spec, names)).result == "ok", params
+
+
+@slow
+def test_replication_strong_isr_proved_for_every_record_bound():
+    spec = Replication(**REPLICATION_SMALL)
+    result = prove(spec, _props(spec, STRONG_ISR_PROOF))
+    assert result.result == PROVED and result.lifted == ("max_records",)
+
+
 def test_replication_leader_isr_changes_need_the_zookeeper_auxiliary():
     spec = Replication(**REPLICATION_SMALL)
     queries, ctis = _query(spec, "leader_shrink_isr", ("leader-in-isr", "leader-epochs-assigned"))
@@ -248,6 +288,22 @@ def test_transactions_epochs_committed_before_use_proved_for_every_epoch_bound()
     spec = Transactions(**TRANSACTIONS_SMALL)
     result = prove(spec, _props(spec, TRANSACTIONS_PROOF))
     assert result.result == PROVED and result.lifted == ("max_epoch",)
+
+
+ATOMICITY_AUX = ("open-batches-in-coordinator-transaction", "markers-carry-the-decision")
+
+
+def test_transactions_atomicity_auxiliaries_hold_under_check():
+    for params in ({"partitions": 1}, {"producers": 2, "max_transactions": 1, "max_delayed": 0},
+                   {"version": "tv1", "partitions": 1, "max_delayed": 0},
+                   {"partitions": 1, "log_append": "replicated", "coordinator_failover": True, "max_transactions": 1}):
+        spec = Transactions(**params)
+        assert explore(spec, _props(spec, ("atomicity",) + ATOMICITY_AUX)).result == "ok", params
+    # A hanging transaction (KAFKA-14402: TV1, a delayed Produce) leaves a batch open outside the
+    # coordinator's transaction: the auxiliary fails there, as it should.
+    spec = Transactions(version="tv1", partitions=1)
+    result = explore(spec, _props(spec, ATOMICITY_AUX))
+    assert result.result == "violation" and result.violated == "open-batches-in-coordinator-transaction"
 
 
 def test_transactions_atomicity_runs_symbolically():

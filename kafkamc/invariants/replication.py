@@ -24,6 +24,15 @@ __all__ = [
     "one_record_per_epoch_and_offset",
     "records_written_before",
     "records_of_epochs_acted_on",
+    "high_watermarks_on_isr",
+    "followers_copy_their_leader",
+    "leader_isr_covers_zookeeper",
+    "request_isr_covers_zookeeper",
+    "elected_leader_holds_high_watermarks",
+    "replicas_act_on_requests",
+    "records_follow_their_leader",
+    "acked_records_on_isr",
+    "acked_records_on_elected_leaders",
 ]
 
 
@@ -347,3 +356,255 @@ def records_of_epochs_acted_on(p, s) -> bool:
     if not fenced or p.crash or p.unclean or p.lossy_crash:
         return True
     return not any(rec[1] > st[1] for log, st in zip(s.logs, s.replica_state) for rec in log)
+
+
+def _kip320_without_crashes(p) -> bool:
+    """KIP-320 as Kafka runs it (fetch and truncation fenced by leader epoch) and no broker crash:
+    then a replica's leader epoch only grows and a follower truncates only against the leader of
+    its new epoch. The auxiliaries below are about that configuration and say nothing otherwise."""
+    return (p.truncation == "kip320" and p.fetch_fencing and p.truncation_fencing
+            and not (p.crash or p.unclean or p.lossy_crash))
+
+
+@invariant(
+    "high-watermarks-on-isr",
+    "every member of ZooKeeper's ISR holds the records below every replica's high watermark",
+)
+def high_watermarks_on_isr(p, s) -> bool:
+    """The ISR's promise (KIP-101, KAFKA-1211): a leader advances its high watermark only to an
+    offset every member of its ISR has fetched, a follower takes its high watermark from its leader,
+    ZooKeeper's ISR only admits a follower that caught up (KAFKA-7128) and otherwise only loses
+    members; so every record below any replica's high watermark, committed once, is on every member
+    of ZooKeeper's ISR. strong-isr is the case of a replica that presumes leadership; this is the form
+    that survives a follower's becoming leader. An auxiliary invariant for ``kafkamc prove``."""
+    logs = s.logs
+    for j, h in enumerate(s.hw):
+        if not h:
+            continue
+        prefix = logs[j][:h]
+        for r in s.quorum_isr:
+            other = logs[r - 1]
+            if len(other) < h or other[:h] != prefix:
+                return False
+    return True
+
+
+@invariant(
+    "followers-copy-their-leader",
+    "a follower in the leader epoch its leader presumes leadership in holds a prefix of the leader's log",
+)
+def followers_copy_their_leader(p, s) -> bool:
+    """KIP-320's fencing: a follower acts on the LeaderAndIsr of epoch e only once that epoch's
+    leader has (a fenced OffsetsForLeaderEpoch), truncates where its log diverges from the leader's
+    (KIP-279's walk-back on the leader-epoch cache) and then fetches only from a leader on its epoch
+    (FENCED_LEADER_EPOCH otherwise), which only appends; so while both are on epoch e the follower's
+    log is a prefix of the leader's. Says nothing for other rules or with crashes. An auxiliary
+    invariant for ``kafkamc prove``."""
+    if not _kip320_without_crashes(p):
+        return True
+    logs = s.logs
+    rs = s.replica_state
+    for i, st in enumerate(rs):
+        ld = st[0]
+        if not ld or ld == i + 1:
+            continue
+        lst = rs[ld - 1]
+        if lst[1] < st[1]:
+            return False
+        if lst[0] != ld or lst[1] != st[1]:
+            continue
+        log = logs[i]
+        llog = logs[ld - 1]
+        if len(log) > len(llog) or llog[:len(log)] != log:
+            return False
+    return True
+
+
+@invariant(
+    "leader-isr-covers-zookeeper",
+    "while no other member of a presumed leader's ISR has moved past its epoch, ZooKeeper's ISR is within it",
+)
+def leader_isr_covers_zookeeper(p, s) -> bool:
+    """Only the leader of the current epoch adds to ZooKeeper's ISR (conditioned on the zkVersion,
+    KAFKA-1382), and it is a member of that ISR; the controller only removes. So while every other
+    member of a presumed leader's ISR is on the leader's epoch or an earlier one, none of them has led
+    a later epoch, nobody was added since, and ZooKeeper's ISR is within the leader's: a stale leader
+    whose ISR still follows it (the only way it can advance its high watermark) counts every member
+    of ZooKeeper's ISR. Says nothing for other rules or with crashes (a crash resets the epoch). An
+    auxiliary invariant for ``kafkamc prove``."""
+    if not _kip320_without_crashes(p):
+        return True
+    rs = s.replica_state
+    for i, st in enumerate(rs):
+        if st[0] != i + 1:
+            continue
+        e = st[1]
+        isr = st[2]
+        if all(rs[m - 1][1] <= e for m in isr if m != i + 1) and not s.quorum_isr <= isr:
+            return False
+    return True
+
+
+@invariant(
+    "request-isr-covers-zookeeper",
+    "until a member of a LeaderAndIsr request's ISR leads its epoch or moves past it, ZooKeeper's ISR is within it",
+)
+def request_isr_covers_zookeeper(p, s) -> bool:
+    """The request's side of leader-isr-covers-zookeeper: the controller sends request e with
+    ZooKeeper's ISR of the moment, and only a leader that acts on a later epoch (or request e's own
+    leader, once it leads) adds to ZooKeeper's ISR; until a member of the request's ISR has done
+    either, ZooKeeper's ISR stays within the request's. Says nothing for other rules or with crashes.
+    An auxiliary invariant for ``kafkamc prove``."""
+    if not _kip320_without_crashes(p):
+        return True
+    rs = s.replica_state
+    for e, req in enumerate(s.requests):
+        isr = req[2]
+        if not any(rs[m - 1][1] > e or (rs[m - 1][0] == m and rs[m - 1][1] == e) for m in isr) \
+                and not s.quorum_isr <= isr:
+            return False
+    return True
+
+
+@invariant(
+    "elected-leader-holds-high-watermarks",
+    "the leader a LeaderAndIsr request names holds the records below every replica's high watermark while it "
+    "has not moved past the request's epoch and some member of ZooKeeper's ISR has not reached it",
+)
+def elected_leader_holds_high_watermarks(p, s) -> bool:
+    """The leader a request names was in ZooKeeper's ISR when the controller elected it, so it held
+    every committed record (high-watermarks-on-isr); records committed afterwards by a stale leader
+    are on it too, since a stale leader advances its high watermark only while its whole ISR, which
+    covers ZooKeeper's and so the new leader, still follows it. So while a member of ZooKeeper's ISR
+    may still become its follower (it is below the request's epoch) and the leader has not moved
+    past it, the leader holds every record below any replica's high watermark, and KIP-279's
+    truncation against it never cuts a committed record. Says nothing for other rules or with
+    crashes. An auxiliary invariant for ``kafkamc prove``."""
+    if not _kip320_without_crashes(p):
+        return True
+    rs = s.replica_state
+    logs = s.logs
+    for e, req in enumerate(s.requests):
+        ld = req[0]
+        if not ld or rs[ld - 1][1] > e:
+            continue
+        isr_below = any(rs[m - 1][1] < e for m in s.quorum_isr)
+        llog = logs[ld - 1]
+        for j, h in enumerate(s.hw):
+            if h and (isr_below or rs[j][1] < e) and (len(llog) < h or llog[:h] != logs[j][:h]):
+                return False
+    return True
+
+
+@invariant(
+    "replicas-act-on-requests",
+    "without crashes a replica's LeaderAndIsr state is its initial one or request e's: a follower holds the "
+    "request itself, a leader the one that named it",
+)
+def replicas_act_on_requests(p, s) -> bool:
+    """A broker's partition state comes from the LeaderAndIsr requests it accepts
+    (ReplicaManager.becomeLeaderOrFollower): a follower stores the request, a leader the request
+    that named it, with the ISR it later writes itself (AlterIsr's ZooKeeper write, KAFKA-1382); only
+    a crash resets it, so without crashes it is the initial (no leader, epoch -1, no ISR) or a
+    request's. An auxiliary invariant for ``kafkamc prove``."""
+    if p.crash or p.unclean or p.lossy_crash:
+        return True
+    requests = s.requests
+    for i, st in enumerate(s.replica_state):
+        e = st[1]
+        if e < 0:
+            if st[0] or st[2]:
+                return False
+            continue
+        if e >= len(requests):
+            return False
+        req = requests[e]
+        if st[0] != i + 1 and st != req:
+            return False
+        if st[0] == i + 1 and req[0] != i + 1:
+            return False
+    return True
+
+
+@invariant(
+    "records-follow-their-leader",
+    "a record of leader epoch e exists only once request e's leader took the lead, and while that leader "
+    "leads epoch e it holds the record at the same offset",
+)
+def records_follow_their_leader(p, s) -> bool:
+    """KIP-101: every batch carries its leader's epoch, and only the leader of epoch e appends
+    records with it, once it became leader (request e named it); a leader never truncates its own
+    log, and followers copy records at their offsets, so while that leader leads epoch e it holds
+    every record of epoch e that any replica holds. Says nothing with crashes (a crash resets the
+    leader's epoch, a lossy one cuts its log). An auxiliary invariant for ``kafkamc prove``."""
+    if p.crash or p.unclean or p.lossy_crash:
+        return True
+    requests = s.requests
+    rs = s.replica_state
+    logs = s.logs
+    for log in logs:
+        for o, rec in enumerate(log):
+            e = rec[1]
+            if e >= len(requests):
+                return False
+            ld = requests[e][0]
+            if not ld:
+                return False
+            lst = rs[ld - 1]
+            if lst[1] < e:
+                return False
+            if lst[0] == ld and lst[1] == e:
+                llog = logs[ld - 1]
+                if len(llog) <= o or llog[o] != rec:
+                    return False
+    return True
+
+
+@invariant(
+    "acked-records-on-isr",
+    "every acknowledged record is at its offset on every member of ZooKeeper's ISR",
+)
+def acked_records_on_isr(p, s) -> bool:
+    """acks=all (KIP-98's durability, KAFKA-1555): a leader acknowledges a record only once its high
+    watermark passed it, and records below a high watermark are on every member of ZooKeeper's ISR
+    (``high-watermarks-on-isr``), so an acknowledged record is there too. Fails where acknowledged
+    data is lost (acks=1, unclean election, lossy crashes). An auxiliary invariant for ``kafkamc
+    prove``."""
+    logs = s.logs
+    for o, rid, re in s.acked:
+        for r in s.quorum_isr:
+            log = logs[r - 1]
+            if len(log) <= o or log[o] != (rid, re):
+                return False
+    return True
+
+
+@invariant(
+    "acked-records-on-elected-leaders",
+    "every acknowledged record is at its offset on the leader of every LeaderAndIsr request of its epoch or "
+    "later that has not moved past that request's epoch, below the high watermark of its own epoch's leader",
+)
+def acked_records_on_elected_leaders(p, s) -> bool:
+    """The leader that acknowledged a record (acks=all) led the record's epoch and had it below its
+    high watermark; a leader of a later epoch was elected from ZooKeeper's ISR, which held it, or,
+    elected before the acknowledgement, was in the acknowledging leader's ISR and fetched it; and
+    KIP-279's truncation against a leader that holds it never cuts it. So the leader of every
+    request of the record's epoch or later holds it, until that leader moves past the request's
+    epoch. Says nothing for other truncation rules or with crashes. An auxiliary invariant for
+    ``kafkamc prove``."""
+    if not _kip320_without_crashes(p):
+        return True
+    logs = s.logs
+    rs = s.replica_state
+    requests = s.requests
+    for o, rid, re in s.acked:
+        for e, req in enumerate(requests):
+            ld = req[0]
+            if e < re or not ld or rs[ld - 1][1] > e:
+                continue
+            log = logs[ld - 1]
+            if len(log) <= o or log[o] != (rid, re):
+                return False
+            if e == re and rs[ld - 1][0] == ld and rs[ld - 1][1] == e and s.hw[ld - 1] <= o:
+                return False
+    return True

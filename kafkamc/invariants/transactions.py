@@ -25,6 +25,8 @@ __all__ = [
     "producer_state_matches_log",
     "timed_out_batches_were_delayed",
     "coordinator_state_committed",
+    "open_batches_in_coordinator_transaction",
+    "markers_carry_the_decision",
 ]
 
 # EntryKind and TxnState values of kafkamc.spec.transactions (IntEnums compare equal to ints;
@@ -455,3 +457,63 @@ def open_transaction_closes():
     correct version leaves no transaction open for ever).
     """
     return leads_to(transaction_open, no_transaction_open)
+
+
+@invariant("open-batches-in-coordinator-transaction", "every batch of the coordinator's producer id still open on a partition is of the client transaction the coordinator holds, Ongoing with the partition added or Prepare* with its marker pending")
+def open_batches_in_coordinator_transaction(p, s) -> bool:
+    """KIP-98: a producer appends a transactional batch only to a partition its coordinator added to
+    its Ongoing transaction (AddPartitionsToTxn, or the partition leader's implicit add under TV2),
+    and the coordinator leaves the transaction only through Prepare*, whose markers close every
+    added partition; so a batch of the coordinator's producer id still open (ProducerStateManager's
+    currentTxnFirstOffset) is of the client transaction the coordinator holds, on a partition whose
+    marker is still to come. False where a hanging transaction is possible (KAFKA-14402: TV1 with a
+    delayed Produce). An auxiliary invariant for ``kafkamc prove``."""
+    c = s.coordinator
+    pid = c.pid
+    state = c.state
+    for q, d in enumerate(s.partitions, start=1):
+        log = d.log
+        for entry, marker in zip(log, _closing_markers(log)):
+            if entry.kind != _DATA or marker is not None or entry.pid != pid:
+                continue
+            if entry.txn != c.txn or c.txn < 1:
+                return False
+            if state == _ONGOING:
+                if q not in c.partitions:
+                    return False
+            elif state == _PREPARE_COMMIT or state == _PREPARE_ABORT:
+                if q not in c.pending_markers:
+                    return False
+            else:
+                return False
+    return True
+
+
+@invariant("markers-carry-the-decision", "while the coordinator holds a client transaction, no marker closes its batches while it is Ongoing, and every one that does once it is Prepare* carries the prepared result")
+def markers_carry_the_decision(p, s) -> bool:
+    """Two-phase commit (KIP-98): the coordinator writes markers only after its Prepare* record, each
+    with the prepared result (TransactionMarkerChannelManager), so no batch of the transaction it
+    holds is closed while it is Ongoing and every marker that closes one is of the decision. A TV2
+    abort from Empty or Complete* (KIP-890 part 2) prepares no partition and writes no marker. With
+    ``open-batches-in-coordinator-transaction`` this is what keeps ``atomicity`` when the next
+    marker is written. An auxiliary invariant for ``kafkamc prove``."""
+    c = s.coordinator
+    state = c.state
+    if state == _ONGOING:
+        want = -1
+    elif not c.partitions:
+        # A TV2 abort from Empty or Complete* (KIP-890 part 2) prepares no partition's marker.
+        return True
+    elif state == _PREPARE_COMMIT:
+        want = _COMMIT
+    elif state == _PREPARE_ABORT:
+        want = _ABORT
+    else:
+        return True
+    txn = c.txn
+    for d in s.partitions:
+        log = d.log
+        for entry, marker in zip(log, _closing_markers(log)):
+            if marker is not None and entry.txn == txn and marker.kind != want:
+                return False
+    return True

@@ -88,6 +88,8 @@ from kafkamc.invariants.transactions import (
     commit_by_own_end_txn,
     coordinator_state_committed,
     epochs_committed_before_use,
+    markers_carry_the_decision,
+    open_batches_in_coordinator_transaction,
     init_producer_id_succeeds,
     producers_initialised_before_sending,
     producer_state_matches_log,
@@ -723,6 +725,8 @@ class Transactions(Spec):
         producer_state_matches_log,
         timed_out_batches_were_delayed,
         coordinator_state_committed,
+        open_batches_in_coordinator_transaction,
+        markers_carry_the_decision,
     )
     # One swim lane per producer instance and per data partition in the trace viewer.
     entities = {"producer": ("producers",), "partition": ("partitions",)}
