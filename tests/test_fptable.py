@@ -41,6 +41,26 @@ def test_batches_match_a_dict_first_occurrence_and_indexes(batches, capacity):
     assert (table.index(absent) == -1).all()
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(KEYS, max_size=300), max_size=6), st.integers(1, 7))
+def test_a_batch_inserted_in_parts_is_one_batch(batches, part):
+    """A batch past ``_LOAD_BATCH`` is inserted in parts (bounded scratch): same masks, indexes."""
+    import kafkamc.checker.fptable as fptable
+
+    whole, parts = FingerprintTable(), FingerprintTable()
+    saved = fptable._LOAD_BATCH
+    for batch in batches:
+        keys = np.array(batch, dtype=np.int64)
+        expected = whole.insert(keys)
+        fptable._LOAD_BATCH = part
+        try:
+            got = parts.insert(keys)
+        finally:
+            fptable._LOAD_BATCH = saved
+        assert got.tolist() == expected.tolist()
+    assert parts.fingerprints().tolist() == whole.fingerprints().tolist()
+
+
 def test_growth_by_doubling_keeps_every_key_and_bounds_the_bytes():
     rng = np.random.default_rng(7)
     keys = rng.integers(-(2**63), 2**63 - 1, size=300_000, dtype=np.int64)

@@ -97,3 +97,64 @@ def test_unsupported_construct_is_an_error_not_a_verdict(tmp_path, capsys):
 def test_config_errors(tmp_path, capsys, body, message):
     assert _gate(tmp_path, '[checks.x]\nspec = "provespecs:Lagging"\n' + body) == 2
     assert message in capsys.readouterr().err
+
+
+INFERRED = '''
+[checks.lagging-inferred]
+description = "y >= 0 with the auxiliaries inferred"
+spec = "provespecs:Lagging"
+invariants = ["y-non-negative"]
+expect = "proved"
+infer = true
+workers = 1
+'''
+
+
+def test_infer_check_proves_with_inferred_invariants_junit_and_json(tmp_path, capsys):
+    # y >= 0 alone is not inductive (CTI_UNREACHED above); with infer = true the check passes.
+    junit = tmp_path / "junit.xml"
+    assert _gate(tmp_path, INFERRED, "--junit", str(junit)) == 0
+    out = capsys.readouterr().out
+    assert "PASS  lagging-inferred" in out and "proved (infer)" in out and "-> proved (" in out
+    suite = ET.parse(junit).getroot()
+    assert suite.get("tests") == "1" and suite.get("failures") == "0" and suite.get("errors") == "0"
+    text = "".join(e.text or "" for e in suite.iter("system-out"))
+    assert "infer: " in text and "true on" in text and "proved: y-non-negative" in text
+    assert "@invariant('x-ge-0'" in text  # the inferred module, as prove --infer prints it
+    assert _gate(tmp_path, INFERRED, "--json") == 0
+    (check,) = json.loads(capsys.readouterr().out)["checks"]
+    assert check["infer"] is True and check["result"]["result"] == "proved"
+    assert check["inferred"]["result"] == "proved" and check["inferred"]["inferred"]
+    assert {"name": "x-ge-0", "expr": "s.x >= 0"} in check["inferred"]["inferred"]
+
+
+def test_infer_check_fails_when_no_candidate_saves_a_target(tmp_path, capsys):
+    body = INFERRED.replace("Lagging", "Counter1000").replace("y-non-negative", "count-non-negative")
+    junit = tmp_path / "junit.xml"
+    assert _gate(tmp_path, body, "--junit", str(junit)) == 1
+    out = capsys.readouterr().out
+    assert "FAIL  lagging-inferred" in out and "cti count-non-negative (reachable)" in out
+    assert "count-non-negative is implied by no subset of the" in out and "(reachable: a real violation)" in out
+    assert ET.parse(junit).getroot().get("failures") == "1"
+
+
+def test_infer_check_that_leaves_the_domain_is_unknown_never_proved(tmp_path, capsys):
+    (tmp_path / "leavingspec.py").write_text(
+        "from test_infer import Leaving\n")  # a spec next to the config, as module:Class
+    body = INFERRED.replace("provespecs:Lagging", "leavingspec:Leaving").replace("y-non-negative",
+                                                                                "y-stays-non-negative")
+    assert _gate(tmp_path, body) == 1
+    out = capsys.readouterr().out
+    assert "FAIL  lagging-inferred" in out and "-> unknown" in out
+    assert "the domain is left (type-ok) by leave" in out and "never read as a proof" in out
+
+
+@pytest.mark.parametrize("body, message", [
+    ('expect = "cti"\ninfer = true\n', 'infer applies only to expect = "proved"'),
+    ('expect = "hold"\ninfer = true\n', 'infer applies only to expect = "proved" or "cti"'),
+    ('expect = "proved"\ninfer = "yes"\n', "infer"),
+])
+def test_infer_config_errors(tmp_path, capsys, body, message):
+    assert _gate(tmp_path, '[checks.x]\nspec = "provespecs:Lagging"\ninvariants = ["y-non-negative"]\n' + body) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1

@@ -317,3 +317,48 @@ def test_branch_free_keeps_python_semantics_on_concrete_values():
     for st in [(1, 2), (3, 4), (2, 9), (0, 9), (5, 9), (2, 3, 9)]:
         expected = sum(1 for x in st if x > 1) <= 1 or (1 <= st[0] <= 2 and st[st[0] - 1] == 9)
         assert h(None, st) == expected, st
+
+
+class Leaving(Spec):
+    """x and y count to 2; from x = 3, which is in the domain but never reached, ``leave`` steps out of
+    it. No candidate (the templates know no constant but 0) excludes x = 3, so every round leaves
+    the domain: the run is unknown, and says which action left it."""
+
+    name = "leaving"
+    parameters = (Param("bound", 2, "how far x and y count", min=1, max=2, lift=False),)
+    invariants = (y_stays_non_negative,)
+
+    def init_states(p):
+        yield XY(0, 0)
+
+    def domain(p):
+        return d.Record(XY, x=d.Int(0, 3), y=d.Int(0, 3))
+
+    @action
+    def inc_x(p, s):
+        if s.x < p.bound:
+            yield "IncX", XY(s.x + 1, s.y)
+
+    @action
+    def inc_y(p, s):
+        if s.y < p.bound:
+            yield "IncY", XY(s.x, s.y + 1)
+
+    @action
+    def leave(p, s):
+        if s.x == 3:
+            yield "Leave", XY(4, s.y)
+
+
+def test_a_domain_left_by_every_subset_is_unknown_naming_the_action(capsys):
+    from kafkamc.cli import main
+
+    spec = Leaving()
+    res = infer(spec, [spec.property_named("y-stays-non-negative")], workers=1)
+    assert res.result == "unknown" and res.inferred == () and res.rounds == 1
+    assert main(["prove", f"{__name__}:Leaving", "--infer", "--workers", "1"]) == 4
+    out = capsys.readouterr().out
+    assert "unknown: the domain is left (type-ok) by leave from states satisfying all" in out
+    assert main(["prove", f"{__name__}:Leaving", "--infer", "--json", "--workers", "1"]) == 4
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["result"] == "unknown" and "by leave" in doc["unknown"] and doc["inferred"] == []

@@ -32,6 +32,7 @@ def test_spilled_workers_match_sequential(monkeypatch, tmp_path, g: Graph, worke
     with monkeypatch.context() as m:
         m.setattr(frontier_module, "SPILL_CHUNK", 2)
         m.setattr(shard, "CHUNK", chunk)
+        m.setattr(shard, "_PART", chunk)  # an owner's merge in parts of a few candidates
         m.setattr(multicore, "FORK_THRESHOLD", 1)
         spilled = explore_multicore(spec, workers=workers, fork_threshold=1, frontier_memory=1,
                                     frontier_dir=tmp_path / "f", **kw)
@@ -64,3 +65,17 @@ def test_a_budget_that_fits_writes_nothing(tmp_path):
     same(r, explore(spec))
     assert r.extra["frontier_bytes_written"] == 0
     assert not (tmp_path / "f").exists() or list((tmp_path / "f").iterdir()) == []
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_without_a_budget_candidates_still_pass_through_files_merged_in_parts(workers, tmp_path, monkeypatch):
+    """The workers leave each owner its candidates in a file in the run's directory, budget or
+    not; the directory is removed at the end, and an owner's merge in parts of three candidates
+    gives the sequential engine's results."""
+    spec = build_spec("replication", {"model": "tla", "truncation": "kip320", "replicas": 2})
+    monkeypatch.setattr(shard, "_PART", 3)
+    where = tmp_path / "f"
+    r = explore_multicore(spec, workers=workers, fork_threshold=50, frontier_dir=where)
+    same(r, explore(spec))
+    assert r.extra["workers"] == workers
+    assert where.exists() and list(where.iterdir()) == []

@@ -42,7 +42,10 @@ _MIN_BITS = 12
 # CPython hashes of small ints, which are the ints themselves.
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _FILE = "fingerprints.npy"
-# Loading inserts this many fingerprints at a time (bounded scratch memory).
+# Loading, rebuilding and large insertions take this many fingerprints at a time: the probing
+# needs about 80 bytes of scratch a key (positions, provisional ids, gathered fingerprints), which
+# for a level's candidates at 10^8 states (tens of millions a shard) was the largest transient of
+# a run; a million keys a round costs no measurable speed.
 _LOAD_BATCH = 1 << 20
 
 
@@ -80,6 +83,14 @@ class FingerprintTable:
         the first occurrence within ``keys``. The new keys get the indexes ``len(self)`` onwards
         in their order in ``keys``."""
         keys = np.ascontiguousarray(keys, dtype=np.int64)
+        m = len(keys)
+        if m > _LOAD_BATCH:
+            # One part after the other: a key of a later part that an earlier part inserted is
+            # found in the table, so first occurrences and indexes are those of one batch.
+            return np.concatenate([self._insert(keys[at:at + _LOAD_BATCH]) for at in range(0, m, _LOAD_BATCH)])
+        return self._insert(keys)
+
+    def _insert(self, keys: np.ndarray) -> np.ndarray:
         m = len(keys)
         new = np.zeros(m, dtype=bool)
         if m == 0:

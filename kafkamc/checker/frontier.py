@@ -105,14 +105,15 @@ class FrontierStore:
         return Frontier(self)
 
     def share(self) -> None:
-        """Make the temporary directory now (if there is a budget), so that forked stores use it."""
-        if self.budget is not None and self._dir is None:
+        """Make the temporary directory now, so that forked stores use it (the multicore engine's
+        workers also pass their candidates to each other through files there, budget or not)."""
+        if self._dir is None:
             self._make()
 
     def forked(self, name: str, budget: int | None) -> "FrontierStore":
         """A store for a forked worker: files named ``name-level-N`` in this store's directory
         (``share`` first), which this store, not the worker's, removes."""
-        if budget is not None and self._dir is None:
+        if self._dir is None:
             raise RuntimeError("FrontierStore.forked: share() the directory before the fork")
         child = FrontierStore(budget, self._parent)
         child._dir, child._prefix, child._owner = self._dir, f"{name}-", False
@@ -123,6 +124,12 @@ class FrontierStore:
             self._parent.mkdir(parents=True, exist_ok=True)
         self._dir = Path(tempfile.mkdtemp(prefix="kafkamc-frontier-", dir=self._parent))
         return self._dir
+
+    def shared(self, name: str) -> Path:
+        """A file ``name`` in the directory that ``share`` made (the same for every forked store)."""
+        if self._dir is None:
+            raise RuntimeError("FrontierStore.shared: share() the directory before the fork")
+        return self._dir / name
 
     def _file(self) -> Path:
         where = self._dir if self._dir is not None else self._make()

@@ -6,8 +6,9 @@ worker ``i`` of ``N`` owns the fingerprints ``f`` with ``f mod N == i`` and reco
 The parent process, the coordinator, holds no per-state data. Per level it
 
 1. asks every worker to expand its frontier: each returns its candidates sorted by owner;
-2. passes each owner what every worker sent it (bytes it never decodes); each owner keeps the
-   new fingerprints at their smallest key and answers, per generator, the keys that won;
+2. tells each owner how many candidates every worker left for it (in files in the frontier's
+   directory: the candidates never pass through the coordinator); each owner keeps the new
+   fingerprints at their smallest key and answers, per generator, the keys that won;
 3. merges the owners' sorted keys (numpy) into the next level's ranks and sends each generator
    its winners with their ranks; the generators check the invariants on them.
 
@@ -31,7 +32,7 @@ import signal
 import time
 from array import array
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -288,11 +289,15 @@ def _signals_held() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
-def _round(handles: list[_Handle], msgs: Sequence[tuple[Any, ...]]) -> list[Any]:
+def _round(handles: list[_Handle], msgs: Iterable[tuple[Any, ...]]) -> list[Any]:
     """Send one request to each shard and collect every answer; of the shards that failed, raise
-    the error of the first state in breadth-first order (the same whatever the number of shards)."""
+    the error of the first state in breadth-first order (the same whatever the number of shards).
+    ``msgs`` may be a generator: each request is then built when it is sent, and dropped once
+    sent (a level's requests are tens of MB a worker at 10^8 states)."""
+    msg: tuple[Any, ...] | None = None
     for h, msg in zip(handles, msgs):
         h.send(*msg)
+    msg = None
     out: list[Any] = []
     errors: list[KafkamcError] = []
     for h in handles:
@@ -517,8 +522,9 @@ def _explore_multicore(
             # owner recorded its new states in key order.
             owned = [np.sort(np.concatenate([np.frombuffer(b, dtype=np.int64) for b in merged[o]]), kind="stable")
                      for o in range(n)]
-            kept = _round(handles, [("keep", won[w].tobytes(), np.searchsorted(everything, won[w]).tobytes(),
-                                     (distinct + np.searchsorted(everything, owned[w])).tobytes()) for w in range(n)])
+            del merged
+            kept = _round(handles, _keeps(won, owned, everything, distinct))
+            del won, owned, everything
             level_start = distinct
             distinct += new
             visited = [v for _, _, _, v, _ in kept]
@@ -569,6 +575,19 @@ def _explore_multicore(
     finally:
         _stop_all(handles)
     return result(OK)
+
+
+def _keeps(won: list[np.ndarray], owned: list[np.ndarray], everything: np.ndarray,
+           distinct: int) -> Iterator[tuple[Any, ...]]:
+    """The level's ``keep`` requests, one per shard as it is sent: the keys it won with their
+    ranks (positions in ``everything``, the level's new keys sorted), and the indexes of the
+    states it owns. Each shard's arrays are let go once its request is built."""
+    for w in range(len(won)):
+        request = ("keep", won[w].tobytes(), np.searchsorted(everything, won[w]).tobytes(),
+                   (distinct + np.searchsorted(everything, owned[w])).tobytes())
+        won[w] = owned[w] = everything[:0]
+        yield request
+        del request
 
 
 def _save(checkpoint: Checkpointer, mark: tuple[Boundary, str], handles: list[_Handle]) -> None:

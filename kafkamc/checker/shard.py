@@ -24,8 +24,9 @@ whatever the number of shards.
 A level, as the coordinator (``multicore``) drives it:
 
 1. ``expand``: run every action on the shard's frontier, check action properties, deduplicate
-   locally, and sort the candidates (fingerprint, key) by owner;
-2. ``merge`` (on the owner): of all candidates sent to it, drop those already visited, keep the
+   locally, and write the candidates (fingerprint, key) of each owner to a file for it (the
+   coordinator only hears how many);
+2. ``merge`` (on the owner): of all candidates left for it, drop those already visited, keep the
    smallest key per fingerprint, record them, and tell each generator which of its keys won;
 3. ``keep`` (on the generator): the winners, with their ranks, become its next frontier; check
    the invariants on them in rank order.
@@ -58,6 +59,8 @@ __all__ = ["Shard", "Abandoned", "KeyLayout"]
 _INDEX_BITS = 16  # successor indexes are uint16, as in the lineage
 _INDEX_MASK = (1 << _INDEX_BITS) - 1
 _EMPTY = np.empty(0, dtype=np.int64)
+# The merge looks up and inserts an owner's candidates this many at a time (bounded scratch).
+_PART = 1 << 18
 
 
 def _states(frontier: Frontier) -> Iterator[Any]:
@@ -152,6 +155,8 @@ class Shard:
         self.cand: Frontier = self.store.new()
         self.cand_keys = _EMPTY
         self.cand_fps = _EMPTY
+        # Without workers (one shard), the candidates the last expand kept for its own merge.
+        self.inbox: tuple[np.ndarray, np.ndarray] = (_EMPTY, _EMPTY)
         self.level_cov: tuple[list[int], list[int]] = ([], [])
 
     def report(self, expanded: int, generated: int) -> None:
@@ -181,6 +186,7 @@ class Shard:
         """Forget the candidates of an expand (an abandoned level)."""
         self.cand.discard()
         self.cand = self.store.new()
+        self.inbox = (_EMPTY, _EMPTY)
 
     def restore(self, table: FingerprintTable, lineage: Lineage, distinct: int, frontier: Frontier) -> None:
         """Continue from a checkpoint: its ``distinct`` visited states and their lineage, and the
@@ -240,7 +246,9 @@ class Shard:
     # -- a level ---------------------------------------------------------------------------
 
     def expand(self) -> tuple[list[tuple[bytes, bytes]], int, Any, Any, tuple[list[int], list[int]]]:
-        """Successors of the frontier, first occurrences only, as per-owner (fingerprints, keys);
+        """Successors of the frontier, first occurrences only, left for their owners (in a file per
+        owner in the store's shared directory; kept here without workers): returns how many each
+        owner gets;
         plus successors generated, the first action-property violation (rank, successor index,
         name, target fingerprint), the rank of the first deadlock and the coverage (enabled,
         generated per action)."""
@@ -326,39 +334,75 @@ class Shard:
         self.level_cov = (cov_en, cov_gen)
         self.report(len(self.frontier), generated)
         if self.count == 1:
-            out = [(self.cand_fps.tobytes(), self.cand_keys.tobytes())]
+            out = [len(self.cand_fps)]
+            self.inbox = (self.cand_fps, self.cand_keys)
         else:
+            # Each owner's candidates go to a file of their own that the owner reads straight
+            # into its arrays: through the coordinator's pipes they were pickled, copied and
+            # held by three processes at once, the largest transient of a level at 10^8 states.
             own = _owners(self.cand_fps, self.count)
-            order = np.argsort(own, kind="stable")  # each owner's candidates stay in key order
-            bounds = np.searchsorted(own[order], np.arange(self.count + 1))
             out = []
             for o in range(self.count):
-                sel = order[bounds[o]:bounds[o + 1]]
-                out.append((self.cand_fps[sel].tobytes(), self.cand_keys[sel].tobytes()))
-            del own, order
+                sel = np.flatnonzero(own == o)  # in key order, as the owner expects
+                with open(self._exchange(self.index, o), "wb") as f:
+                    self.cand_fps[sel].tofile(f)
+                    self.cand_keys[sel].tofile(f)
+                out.append(len(sel))
+                del sel
+            del own
         self.cand_fps = _EMPTY  # the owners have them now
         return out, generated, aprop_found, dead_found, self.level_cov
 
-    def merge(self, parts: Sequence[tuple[bytes, bytes]], level_start: int) -> list[bytes]:
-        """Of the candidates each shard sent here (``parts[g]`` from shard ``g``), record the new
-        fingerprints at their smallest key (the level expanded starts at index ``level_start``);
-        per generator, the keys it won, sorted."""
-        fps = np.concatenate([_int64(f) for f, _ in parts])
-        keys = np.concatenate([_int64(k) for _, k in parts])
-        src = np.repeat(np.arange(len(parts)), [len(k) // 8 for _, k in parts])
+    def _exchange(self, sender: int, owner: int) -> Any:
+        return self.store.shared(f"w{sender}-to-w{owner}.candidates")
+
+    def _received(self, sizes: Sequence[int]) -> tuple[np.ndarray, np.ndarray, list[int]]:
+        """The candidates each shard sent here in the last expand (``sizes[g]`` from shard ``g``):
+        fingerprints and keys, each sender's part after the previous one's, and where each part
+        ends."""
+        if self.count == 1:
+            fps, keys = self.inbox
+            self.inbox = (_EMPTY, _EMPTY)
+            if len(fps) != sizes[0]:
+                raise RuntimeError(f"internal: {len(fps)} candidates kept, {sizes[0]} announced")
+            return fps, keys, [len(fps)]
+        total = sum(sizes)
+        fps = np.empty(total, dtype=np.int64)
+        keys = np.empty(total, dtype=np.int64)
+        at = 0
+        for g, size in enumerate(sizes):
+            path = self._exchange(g, self.index)
+            with open(path, "rb") as f:
+                got = f.readinto(memoryview(fps[at:at + size]).cast("B")) + \
+                    f.readinto(memoryview(keys[at:at + size]).cast("B"))
+                if got != 16 * size or f.read(1):
+                    raise RuntimeError(f"internal: {path.name} does not hold the {size} candidates announced")
+            path.unlink()
+            at += size
+        return fps, keys, np.cumsum(sizes).tolist()
+
+    def merge(self, sizes: Sequence[int], level_start: int) -> list[bytes]:
+        """Of the candidates each shard sent here in the last expand (``sizes[g]`` from shard
+        ``g``), record the new fingerprints at their smallest key (the level expanded starts at
+        index ``level_start``); per generator, the keys it won, sorted."""
+        fps, keys, ends = self._received(sizes)
         if not len(keys):
-            return [b""] * len(parts)
-        # Keys are distinct (one per parent and successor index): in key order, a fingerprint's
-        # first occurrence is its smallest key; np.unique reports first occurrences.
-        order = np.argsort(keys)
-        _, first = np.unique(fps[order], return_index=True)
-        sel = order[np.sort(first)]  # the winning candidates, in key order
-        winners = sel[self.table.insert(fps[sel])]  # indexed in key order, like their records
+            return [b""] * len(sizes)
+        # Keys are distinct (one per parent and successor index), so in key order a fingerprint's
+        # first occurrence is its smallest key, and the table's insert keeps first occurrences and
+        # numbers the new ones in that order, like their records. In parts: the gathered
+        # fingerprints and the table's scratch stay a million keys however wide the level.
+        order = np.argsort(keys, kind="stable")  # each sender's part is sorted: merged runs
+        parts = [order[at:at + _PART][self.table.insert(fps[order[at:at + _PART]])]
+                for at in range(0, len(order), _PART)]
+        del fps, order
+        winners = np.concatenate(parts)  # positions of the winning candidates, in key order
+        del parts
         wkeys = keys[winners]
         self.rec_parent.extend((level_start + (wkeys >> self.layout.rank_shift)).astype(np.int32))
         self.rec_sidx.extend(((wkeys >> self.layout.action_bits) & _INDEX_MASK).astype(np.uint16))
-        wsrc = src[winners]
-        return [wkeys[wsrc == g].tobytes() for g in range(len(parts))]
+        wsrc = np.searchsorted(np.array(ends), winners, side="right")
+        return [wkeys[wsrc == g].tobytes() for g in range(len(sizes))]
 
     def keep(self, won: bytes, ranks: bytes, owned: bytes) -> tuple[int, Any, list[int], int, int]:
         """The candidates whose keys ``won`` (sorted), ranked ``ranks``, become the frontier; the
@@ -366,9 +410,10 @@ class Shard:
         frontier's size, its first invariant violation in rank order (key, name, rank), the states
         each action found first, the bytes of the visited set and the bytes written to the
         shard's files so far."""
-        self.rec_index.extend(_int64(owned))
-        wkeys = _int64(won)
-        wranks = _int64(ranks)
+        # Read-only views of the request's bytes, not copies: the request is a level's width.
+        self.rec_index.extend(np.frombuffer(owned, dtype=np.int64))
+        wkeys = np.frombuffer(won, dtype=np.int64)
+        wranks = np.frombuffer(ranks, dtype=np.int64)
         idx = np.searchsorted(self.cand_keys, wkeys)  # ascending: both are in key order
         if not self.keeps_base:  # a checkpoint may still need it (scatter "base")
             self.frontier.discard()

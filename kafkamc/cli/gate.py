@@ -32,9 +32,11 @@ from kafkamc.result import DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult
 from kafkamc.counterexamples.proof import cti_check_result, proof_to_json, render_proof
 from kafkamc.counterexamples.render import render_summary, render_trace, result_to_json
 from kafkamc.cli.gate_prove import (
-    PROOF_EXPECTATIONS, PROOF_ONLY_KEYS, evaluate_proof, proof_expectation, proof_options, proof_verdict, run_proof,
+    PROOF_EXPECTATIONS, PROOF_ONLY_KEYS, evaluate_infer, evaluate_proof, proof_expectation, proof_options,
+    proof_verdict, run_infer, run_proof,
 )
-from kafkamc.prover.result import ProofResult
+from kafkamc.prover.infer import InferResult, counts, python_source, summary, unknown_reason
+from kafkamc.prover.result import CTI_FOUND, PROVED, UNKNOWN, ProofResult
 from kafkamc.errors import EngineError, KafkamcError, SpecLoadError, UsageError
 from kafkamc.invariants.api import Property
 from kafkamc.spec.api import Spec
@@ -80,6 +82,7 @@ _CHECK_KEYS: dict[str, tuple[type, ...]] = {
     "allow_incomplete": (bool,),
     "reachable": (bool,),  # expect = "cti" only
     "timeout": (int, float),  # seconds per action's queries, proof checks only
+    "infer": (bool,),  # expect = "proved" only: prove --infer, the invariants are the targets
 }
 # Keys a [defaults] table may set for every check (a check's own value wins).
 _DEFAULT_KEYS = (
@@ -221,6 +224,7 @@ class Check:
     allow_incomplete: bool = False
     reachable: bool | None = None  # expect = "cti"
     timeout: float | None = None  # proof checks
+    infer: bool = False  # expect = "proved": the auxiliaries are inferred (prove --infer)
     given_params: tuple[str, ...] = ()  # the params set in the config (a proof lifts the other bounds)
 
     @property
@@ -541,7 +545,7 @@ def _load_check(src: _Source, name: str, body: dict[str, Any], defaults: dict[st
         max_states=merged.get("max_states"), symmetry=symmetry, deadlock=deadlock, violated=violated,
         max_trace_length=merged.get("max_trace_length"), distinct_states=merged.get("distinct_states"),
         depth=merged.get("depth"), allow_incomplete=merged.get("allow_incomplete", False),
-        reachable=reachable, timeout=timeout, given_params=tuple(params),
+        reachable=reachable, timeout=timeout, infer=bool(merged.get("infer", False)), given_params=tuple(params),
     )
 
 
@@ -622,6 +626,7 @@ class Outcome:
     error: str | None = None
     files: list[str] = field(default_factory=list)
     proof: ProofResult | None = None  # a proof check's result (``result`` is then its CTI as a violation, if any)
+    inferred: InferResult | None = None  # an infer = true check's run (``proof`` is its last proof)
 
     @property
     def met(self) -> bool:
@@ -632,6 +637,10 @@ class Outcome:
         """What the engine said, short: ``ok``, ``violation strong-isr (9 states)``, ``incomplete``."""
         if self.status == SKIPPED:
             return "skipped"
+        if self.inferred is not None and self.inferred.result != CTI_FOUND:
+            # A Houdini round that stopped unknown has verdicts only: its own result is no answer.
+            res = self.inferred
+            return f"proved ({len(res.inferred)} inferred)" if res.result == PROVED else res.result
         if self.proof is not None:
             return proof_verdict(self.proof)
         if self.result is None:
@@ -753,8 +762,13 @@ def run_check(check: Check) -> Outcome:
 
 
 def _run_proof_check(check: Check, started: float) -> Outcome:
+    inferred = None
     try:
-        proof = run_proof(check)
+        if check.infer:
+            inferred = run_infer(check)
+            proof = inferred.last
+        else:
+            proof = run_proof(check)
     except KafkamcError as exc:  # a construct the executor refuses, a soundness error: an error, never a verdict
         return Outcome(check, ERROR, None, time.perf_counter() - started,
                        error=f"{type(exc).__name__}: {printable(str(exc))}")
@@ -762,9 +776,10 @@ def _run_proof_check(check: Check, started: float) -> Outcome:
         tb = traceback.format_exc(limit=-3)
         return Outcome(check, ERROR, None, time.perf_counter() - started,
                        error=f"{type(exc).__name__}: {exc}\n{tb}")
-    problems = evaluate_proof(check, proof)
-    return Outcome(check, FAIL if problems else PASS, cti_check_result(proof), time.perf_counter() - started,
-                   problems=problems, proof=proof)
+    problems = evaluate_infer(check, inferred) if inferred is not None else evaluate_proof(check, proof)
+    cti = cti_check_result(proof) if proof is not None else None
+    return Outcome(check, FAIL if problems else PASS, cti, time.perf_counter() - started,
+                   problems=problems, proof=proof, inferred=inferred)
 
 
 def write_counterexamples(outcome: Outcome, out_dir: str) -> list[str]:
@@ -835,7 +850,16 @@ def _details(outcome: Outcome) -> str:
     parts.append(f"check {c.name}: spec {c.spec_ref}, expect {c.expectation}")
     if c.description:
         parts.append(c.description)
-    if outcome.proof is not None:
+    if outcome.inferred is not None:
+        res = outcome.inferred
+        parts.append("infer: " + counts(res))
+        if res.result == UNKNOWN:
+            parts.append("unknown: " + unknown_reason(res))
+        elif res.last is not None:
+            parts.append(render_proof(res.last, entities=getattr(type(c.spec), "entities", None)))
+        if res.inferred:
+            parts.append("inferred invariants:\n" + python_source(res).rstrip())
+    elif outcome.proof is not None:
         parts.append(render_proof(outcome.proof, entities=getattr(type(c.spec), "entities", None)))
     elif outcome.result is not None:
         parts.append(render_summary(outcome.result))
@@ -931,7 +955,8 @@ def _outcome_json(o: Outcome) -> dict[str, Any]:
         "message": o.message or None,
         "seconds": round(o.seconds, 3),
         "result": proof_to_json(o.proof) if o.proof is not None else _result_json(o.result),
-        **({"reachable": c.reachable, "timeout": c.timeout} if c.is_proof else {}),
+        **({"reachable": c.reachable, "timeout": c.timeout, "infer": c.infer} if c.is_proof else {}),
+        **({"inferred": summary(o.inferred)} if o.inferred is not None else {}),
         "files": o.files,
     }
 

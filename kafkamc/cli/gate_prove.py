@@ -6,6 +6,11 @@ every query proved (an ``unknown`` fails the check: a time limit is never a proo
 counterexample to induction, optionally of the invariant ``violated`` and with
 ``reachable = true|false`` (whether the breadth-first search within the CTI's bounds reached its
 pre-state: ``true`` pins a real bug, ``false`` pins that an auxiliary invariant is still missing).
+
+``infer = true`` (with ``expect = "proved"``) runs ``prove --infer`` instead: the invariants are the
+targets, the auxiliaries are mined and kept by Houdini (``prover/infer.py``), and the check passes
+when the targets are proved with the inferred set. A target no subset of the candidates saves
+fails the check with its counterexample to induction; a run stopped unknown fails it too.
 """
 
 from __future__ import annotations
@@ -14,14 +19,15 @@ from typing import Any
 
 from kafkamc.errors import UsageError
 from kafkamc.prover import CTI_FOUND, PROVED, UNKNOWN, liftable, prove
+from kafkamc.prover.infer import InferResult, infer, unknown_reason
 from kafkamc.prover.result import ProofResult
 
 __all__ = ["PROOF_EXPECTATIONS", "PROOF_ONLY_KEYS", "CHECK_ONLY_KEYS", "proof_options", "run_proof",
-           "evaluate_proof", "proof_verdict", "proof_expectation"]
+           "run_infer", "evaluate_proof", "evaluate_infer", "proof_verdict", "proof_expectation"]
 
 PROOF_EXPECTATIONS = ("proved", "cti")
 # Keys that only a proof check takes, and keys of explicit-state checks a proof check refuses.
-PROOF_ONLY_KEYS = ("reachable", "timeout")
+PROOF_ONLY_KEYS = ("reachable", "timeout", "infer")
 CHECK_ONLY_KEYS = (
     "recoverability", "liveness", "fair", "strong_fair", "no_fairness", "engine", "master", "partitions",
     "max_depth", "max_states", "symmetry", "deadlock", "max_trace_length", "distinct_states", "depth",
@@ -42,6 +48,8 @@ def proof_options(merged: dict[str, Any], body: dict[str, Any], err: Any) -> tup
         for key in ("reachable", "violated"):
             if key in merged:
                 raise err(f"{key} applies only to expect = \"cti\" (or \"violate\")", key)
+    elif "infer" in merged:
+        raise err("infer applies only to expect = \"proved\" (inference keeps what it can prove)", "infer")
     timeout = merged.get("timeout")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                 or not timeout > 0):
@@ -49,8 +57,7 @@ def proof_options(merged: dict[str, Any], body: dict[str, Any], err: Any) -> tup
     return merged.get("reachable"), (float(timeout) if timeout is not None else None)
 
 
-def run_proof(check: Any) -> ProofResult:
-    """Run ``prove`` for a proof check (a ``gate.Check``)."""
+def _arguments(check: Any) -> dict[str, Any]:
     cls = type(check.spec)
     lifted = tuple(name for name in liftable(cls) if name not in check.given_params)
     kwargs: dict[str, Any] = {"lifted": lifted, "workers": check.workers}
@@ -58,7 +65,34 @@ def run_proof(check: Any) -> ProofResult:
         kwargs["timeout"] = check.timeout
     if not check.properties:
         raise UsageError(f"check {check.name}: a proof needs at least one invariant")
-    return prove(check.spec, check.properties, **kwargs)
+    return kwargs
+
+
+def run_proof(check: Any) -> ProofResult:
+    """Run ``prove`` for a proof check (a ``gate.Check``)."""
+    return prove(check.spec, check.properties, **_arguments(check))
+
+
+def run_infer(check: Any) -> InferResult:
+    """Run ``prove --infer`` for a proof check with ``infer = true``: its invariants are the targets."""
+    return infer(check.spec, check.properties, **_arguments(check))
+
+
+def evaluate_infer(check: Any, res: InferResult) -> list[str]:
+    """Why an ``infer = true`` check is not met (empty: the targets are proved with the inferred set)."""
+    names = ", ".join(res.targets)
+    if res.result == PROVED:
+        return []
+    if res.result == UNKNOWN:
+        return [f"expected {names} to be proved with inferred invariants, but the inference is unknown: "
+                f"{unknown_reason(res)}; never read as a proof"]
+    cti = res.last.cti if res.last is not None else None
+    why = ""
+    if cti is not None:
+        where = "reachable: a real violation" if cti.reachable else "not reached within its bounds"
+        why = f": {cti.action} breaks {cti.violated} ({where})"
+    return [f"expected {names} to be proved with inferred invariants, but {', '.join(res.dropped_targets)} "
+            f"is implied by no subset of the {res.mined} mined candidates{why}"]
 
 
 def evaluate_proof(check: Any, proof: ProofResult) -> list[str]:
@@ -101,7 +135,7 @@ def proof_verdict(proof: ProofResult) -> str:
 
 def proof_expectation(check: Any) -> str:
     if check.expect == "proved":
-        return "proved"
+        return "proved (infer)" if check.infer else "proved"
     text = "cti" + (f" {check.violated}" if check.violated else "")
     if check.reachable is not None:
         text += " (reachable)" if check.reachable else " (unreached)"

@@ -18,7 +18,7 @@ from kafkamc.cli.output import file_part, write_counterexample
 from kafkamc.counterexamples.proof import cti_check_result, proof_to_json, render_proof
 from kafkamc.errors import UsageError
 from kafkamc.prover import CTI_FOUND, DEFAULT_TIMEOUT, PROVED, UNKNOWN, liftable, prove
-from kafkamc.prover.infer import infer, python_source
+from kafkamc.prover.infer import counts, infer, python_source, summary, unknown_reason
 from kafkamc.spec.registry import build_spec, load_spec_class, select_properties
 
 __all__ = ["register", "EXIT_FOR_PROOF"]
@@ -97,31 +97,22 @@ def _cmd_infer(args: argparse.Namespace, cls: Any, spec: Any, props: Any, lifted
     res = infer(spec, props, lifted=lifted, timeout=args.timeout, workers=args.workers,
                 progress=None if quiet else functools.partial(print, flush=True),
                 action_progress=_print_progress if args.progress else None)
-    summary = {
-        "spec": cls.name, "result": res.result, "targets": list(res.targets),
-        "candidates_generated": res.generated, "candidates_mined": res.mined, "mine_states": res.mine_states,
-        "rounds": res.rounds, "round_sizes": list(res.round_sizes), "dropped_targets": list(res.dropped_targets),
-        "inferred": [{"name": c.name, "expr": c.expr} for c in res.inferred], "seconds": res.seconds,
-        "proof": proof_to_json(res.last) if res.last is not None else None,
-    }
+    doc = {"spec": cls.name, **summary(res), "proof": proof_to_json(res.last) if res.last is not None else None}
     if args.out:
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, f"{file_part(cls.name)}.infer.json"), "w", encoding="utf-8") as fh:
-            json.dump(summary, fh, indent=1)
+            json.dump(doc, fh, indent=1)
             fh.write("\n")
     if quiet:
-        print(json.dumps(summary))
+        print(json.dumps(doc))
     else:
-        if res.last is not None and res.result != PROVED:
+        if res.result == CTI_FOUND and res.last is not None:
             print(render_proof(res.last, entities=getattr(cls, "entities", None)))
         kept = ", ".join(res.targets)
         outcome = {PROVED: f"proved: {kept} inductive with {len(res.inferred)} inferred invariants",
                    CTI_FOUND: f"not proved: {', '.join(res.dropped_targets)} not implied by the inferred invariants",
-                   UNKNOWN: "unknown: " + ("the domain is left (type-ok)" if res.last and any(
-                       q.invariant == "type-ok" and q.verdict != PROVED for q in res.last.queries)
-                       else "a query was open (a time or path limit; see --timeout)")}[res.result]
+                   UNKNOWN: f"unknown: {unknown_reason(res)}"}[res.result]
         print(outcome)
-        print(f"{res.generated} candidates, {res.mined} true on {res.mine_states} states, {len(res.inferred)} inductive; "
-              f"{res.rounds} rounds {list(res.round_sizes)}, {res.seconds:.1f} s")
+        print(counts(res))
         print(python_source(res), end="")
     return EXIT_FOR_PROOF[res.result]

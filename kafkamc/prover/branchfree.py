@@ -14,6 +14,12 @@ concrete state (tests check both on every reached state and, through the executo
 the executor still runs it under its guard and still enumerates whatever it does fork on (an
 index by a symbolic int outside the id pattern below), so the formula stays exact either way.
 
+Not forking means evaluating an operand after a symbolic one on the whole path, also where Python
+would have stopped before it (``x >= 1 and t[x - 1] > 0`` where ``x`` is 0 or less). If it raises
+there, the path forks on whether Python reaches it (``_evaluated``): the exception stands where it
+does, and the combinator's own value where it does not, so an error is reported exactly where
+the expression as written raises and never read as a truth value.
+
 The id pattern: ``1 <= X <= N and B`` where ``B`` indexes a collection by ``X - 1`` (the mined form
 ``s.brokers[e.dest - 1].up``) is ``B`` said of each id ``k`` with ``X == k``, joined by ``or``:
 Python's value for every integer ``X`` (outside 1..N the range check is false), without an index
@@ -28,9 +34,14 @@ from typing import Any, Callable, Iterable
 import z3
 
 from kafkamc.checker.symbolic import SymBool, SymInt, SymSet
+from kafkamc.checker.symbolic.context import current
 from kafkamc.checker.symbolic.values import as_bool, fast_and, fast_not, fast_or
+from kafkamc.errors import KafkamcError
 
 __all__ = ["branch_free"]
+
+
+_END = object()  # the end of an all()/any() generator
 
 
 def _z(value: Any) -> z3.BoolRef:
@@ -45,13 +56,36 @@ def _sym(value: Any) -> bool:
     return isinstance(value, SymBool)
 
 
+def _evaluated(thunk: Callable[[], Any], parts: list[z3.BoolRef], reached: Callable[[list[z3.BoolRef]], z3.BoolRef],
+               masked: Any) -> tuple[bool, Any]:
+    """Run one operand after earlier ones, ``parts`` of them symbolic: ``(True, its value)``, or
+    ``(False, masked)`` when it raised on states where Python never evaluates it.
+
+    Python evaluates the operand only where ``reached(parts)`` holds (``a and b``: where ``a`` is
+    true); the combinators evaluate it on the whole path instead, so an exception from it (an
+    index out of range where ``a`` is false) is Python's only where ``reached`` holds. That is
+    decided as Python's ``if`` would: the path forks, the exception is raised where the operand is
+    reached, and the combinator's value is ``masked`` (Python's value) where it is not. The
+    executor's own errors (an unsupported construct) and its path control pass through."""
+    try:
+        return True, thunk()
+    except KafkamcError:
+        raise
+    except Exception:
+        if parts and not current().decide(reached(parts)):
+            return False, masked
+        raise
+
+
 def _and(*thunks: Callable[[], Any]) -> Any:
     """``a and b and ...``: Python's value while the operands are concrete (stopping at the first
     false one, as Python does); once one is symbolic, the conjunction of the rest."""
     parts: list[z3.BoolRef] = []
     value: Any = True
     for thunk in thunks:
-        value = thunk()
+        ok, value = _evaluated(thunk, parts, fast_and, False)
+        if not ok:
+            return value
         if _sym(value):
             parts.append(_z(value))
         elif not value:
@@ -65,7 +99,9 @@ def _or(*thunks: Callable[[], Any]) -> Any:
     parts: list[z3.BoolRef] = []
     value: Any = False
     for thunk in thunks:
-        value = thunk()
+        ok, value = _evaluated(thunk, parts, _none, True)
+        if not ok:
+            return value
         if _sym(value):
             parts.append(_z(value))
         elif value:
@@ -75,13 +111,25 @@ def _or(*thunks: Callable[[], Any]) -> Any:
     return SymBool(fast_or(parts))
 
 
+def _none(parts: list[z3.BoolRef]) -> z3.BoolRef:
+    """Where an operand after ``parts`` (of an ``or``) is evaluated: none of them holds."""
+    return fast_not(fast_or(parts))
+
+
 def _not(value: Any) -> Any:
     return SymBool(fast_not(_z(value))) if _sym(value) else not value
 
 
 def _all(items: Iterable[Any]) -> Any:
-    parts = []
-    for value in items:
+    """``all(...)``: the items after a symbolic one are evaluated under it (see ``_evaluated``)."""
+    parts: list[z3.BoolRef] = []
+    it = iter(items)
+    while True:
+        ok, value = _evaluated(lambda: next(it, _END), parts, fast_and, False)
+        if not ok:
+            return value
+        if value is _END:
+            break
         if _sym(value):
             parts.append(_z(value))
         elif not value:
@@ -90,8 +138,14 @@ def _all(items: Iterable[Any]) -> Any:
 
 
 def _any(items: Iterable[Any]) -> Any:
-    parts = []
-    for value in items:
+    parts: list[z3.BoolRef] = []
+    it = iter(items)
+    while True:
+        ok, value = _evaluated(lambda: next(it, _END), parts, _none, True)
+        if not ok:
+            return value
+        if value is _END:
+            break
         if _sym(value):
             parts.append(_z(value))
         elif value:

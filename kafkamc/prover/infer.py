@@ -35,7 +35,8 @@ from kafkamc.prover.prove import DEFAULT_TIMEOUT, prove
 from kafkamc.prover.result import PROVED, TYPE_OK, UNKNOWN, ProofResult
 from kafkamc.spec.api import Spec
 
-__all__ = ["Candidate", "InferResult", "mine", "infer", "python_source", "DEFAULT_MINE_STATES"]
+__all__ = ["Candidate", "InferResult", "mine", "infer", "python_source", "unknown_reason", "summary", "counts",
+           "DEFAULT_MINE_STATES"]
 
 DEFAULT_MINE_STATES = 20_000  # states of the mining run (a filter only: more states, fewer candidates)
 
@@ -488,3 +489,40 @@ def python_source(result: InferResult) -> str:
         lines += ["", "", f"@invariant({c.name!r}, {('inferred: ' + c.expr)!r})",
                   f"def {fn}(p, s) -> bool:", f"    return {c.expr}"]
     return "\n".join(lines) + "\n"
+
+
+def unknown_reason(result: InferResult) -> str:
+    """Why a run ended unknown, in one line: which actions left the domain, or which queries a
+    limit left open (a Houdini round has verdicts only, no counterexample to show)."""
+    last = result.last
+    if result.result != UNKNOWN or last is None:
+        return ""
+    left = sorted({q.action for q in last.queries if q.invariant == TYPE_OK and q.verdict != PROVED})
+    if left:
+        return (f"the domain is left (type-ok) by {', '.join(left)} from states satisfying all "
+                f"{len(last.invariants)} members of round {result.rounds}: no subset of the candidates keeps it")
+    if last.open_queries:
+        pairs = ", ".join(f"{q.action}/{q.invariant}" for q in last.open_queries[:6])
+        more = len(last.open_queries) - 6
+        return (f"a query was open in round {result.rounds} (a time or path limit; see --timeout): {pairs}"
+                + (f" and {more} more" if more > 0 else ""))
+    return f"no inductive subset was found within {result.rounds} rounds"
+
+
+def counts(result: InferResult) -> str:
+    """The run in one line: candidates, mined, inferred, rounds."""
+    return (f"{result.generated} candidates, {result.mined} true on {result.mine_states} states, "
+            f"{len(result.inferred)} inductive; {result.rounds} rounds {list(result.round_sizes)}, "
+            f"{result.seconds:.1f} s")
+
+
+def summary(result: InferResult) -> dict[str, Any]:
+    """The run as JSON (``prove --infer --json`` and the gate's report), without the final proof."""
+    return {
+        "result": result.result, "targets": list(result.targets),
+        "candidates_generated": result.generated, "candidates_mined": result.mined,
+        "mine_states": result.mine_states, "rounds": result.rounds, "round_sizes": list(result.round_sizes),
+        "dropped_targets": list(result.dropped_targets),
+        "inferred": [{"name": c.name, "expr": c.expr} for c in result.inferred], "seconds": result.seconds,
+        **({"unknown": unknown_reason(result)} if result.result == UNKNOWN else {}),
+    }
