@@ -198,7 +198,8 @@ def test_replication_stale_leader_high_watermark_needs_its_isr_to_cover_zookeepe
 
 
 def test_replication_acked_records_auxiliaries_hold_under_check():
-    names = ("no-acked-data-loss", "acked-records-on-isr", "acked-records-on-elected-leaders")
+    names = ("no-acked-data-loss", "acked-records-on-isr", "acked-records-on-elected-leaders",
+             "elected-leader-holds-earlier-high-watermarks")
     for params in ({"acks": "all"}, {"acks": "all", "min_isr": 2, "crash": True, "max_records": 1}):
         spec = Replication(**params)
         assert explore(spec, _props(spec, names)).result == "ok", params
