@@ -42,7 +42,7 @@ STRONG_ISR_KIP320 = ("high-watermarks-on-isr", "followers-copy-their-leader", "l
                      "records-follow-their-leader")
 STRONG_ISR_PROOF = ("strong-isr",) + REPLICATION_PROOF + STRONG_ISR_AUX + STRONG_ISR_KIP320
 # What no-double-ownership asks for so far (docs/prove.md).
-OWNERSHIP_AUX = ("eager-rejoin-owns-nothing", "consumers-hold-their-assignment")
+OWNERSHIP_AUX = ("eager-rejoin-owns-nothing", "consumers-hold-their-assignment", "generations-count-rebalances")
 TRANSACTIONS_PROOF = ("epochs-committed-before-use", "producers-initialised-before-sending", "transaction-batches-once",
                       "producer-state-matches-log", "timed-out-batches-were-delayed", "coordinator-state-committed")
 # One producer instance, one partition, one transaction, nothing delayed: about 12 CPU s for the whole proof.
@@ -198,7 +198,8 @@ def test_replication_stale_leader_high_watermark_needs_its_isr_to_cover_zookeepe
 
 
 def test_replication_acked_records_auxiliaries_hold_under_check():
-    names = ("no-acked-data-loss", "acked-records-on-isr", "acked-records-on-elected-leaders")
+    names = ("no-acked-data-loss", "acked-records-on-isr", "acked-records-on-elected-leaders",
+             "elected-leader-holds-earlier-high-watermarks")
     for params in ({"acks": "all"}, {"acks": "all", "min_isr": 2, "crash": True, "max_records": 1}):
         spec = Replication(**params)
         assert explore(spec, _props(spec, names)).result == "ok", params

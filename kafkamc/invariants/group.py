@@ -20,6 +20,7 @@ __all__ = [
     "member_ids_unique",
     "eager_rejoin_owns_nothing",
     "consumers_hold_their_assignment",
+    "generations_count_rebalances",
     "group_eventually_stable",
     "rebalance_in_progress",
     "group_settled",
@@ -259,21 +260,38 @@ def eager_rejoin_owns_nothing(p, s) -> bool:
 
 @invariant(
     "consumers-hold-their-assignment",
-    "a consumer of the group's generation whose member id is a member owns, once synced, only partitions of "
-    "its member's stored assignment, and a SyncGroup response in flight to it carries that assignment",
+    "a consumer of the group's generation whose member id is a member owns only partitions of its member's "
+    "stored assignment (cooperative: once synced), and a SyncGroup response in flight to it carries that assignment",
 )
 def consumers_hold_their_assignment(p, s) -> bool:
     """The coordinator stores the leader's assignment per member and answers every SyncGroup of the
     generation with it (GroupCoordinator.doSyncGroup), so what a consumer of that generation takes
     (onJoinComplete) is its member's assignment. An auxiliary invariant for ``kafkamc prove``."""
     gen = s.generation
+    eager = p.protocol == "eager"
     for c in s.clients:
         if c.generation != gen or c.state == _FENCED:
             continue
         for m in s.members:
             if m.member_id == c.member_id:
-                if c.state == _CLIENT_STABLE and not c.owned <= m.assignment:
+                # An eager consumer owns nothing outside STABLE (onJoinPrepare revoked it all); a
+                # cooperative one keeps its partitions while the join reassigns (KIP-429).
+                if (c.state == _CLIENT_STABLE or eager) and not c.owned <= m.assignment:
                     return False
                 if c.state == _CLIENT_AWAITING_SYNC and c.pending != m.assignment:
                     return False
     return True
+
+
+@invariant(
+    "generations-count-rebalances",
+    "an Empty group has no members, and a group with members has completed a rebalance (generation at least 1)",
+)
+def generations_count_rebalances(p, s) -> bool:
+    """GroupCoordinator: a group becomes Empty only when its last member leaves (or the join
+    completes with none), and a group gets members only through a JoinGroup whose completion bumps
+    the generation (GroupMetadata.initNextGeneration), so generation 0 is a group that never
+    completed a join. An auxiliary invariant for ``kafkamc prove``."""
+    if s.group == 0 and s.members:
+        return False
+    return s.generation >= 1 or s.group == 0 or s.group == _PREPARING

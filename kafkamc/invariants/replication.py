@@ -29,6 +29,7 @@ __all__ = [
     "leader_isr_covers_zookeeper",
     "request_isr_covers_zookeeper",
     "elected_leader_holds_high_watermarks",
+    "elected_leader_holds_earlier_high_watermarks",
     "replicas_act_on_requests",
     "records_follow_their_leader",
     "acked_records_on_isr",
@@ -488,10 +489,38 @@ def elected_leader_holds_high_watermarks(p, s) -> bool:
         ld = req[0]
         if not ld or rs[ld - 1][1] > e:
             continue
-        isr_below = any(rs[m - 1][1] < e for m in s.quorum_isr)
+        if not any(rs[m - 1][1] < e for m in s.quorum_isr):
+            continue
         llog = logs[ld - 1]
         for j, h in enumerate(s.hw):
-            if h and (isr_below or rs[j][1] < e) and (len(llog) < h or llog[:h] != logs[j][:h]):
+            if h and (len(llog) < h or llog[:h] != logs[j][:h]):
+                return False
+    return True
+
+
+@invariant(
+    "elected-leader-holds-earlier-high-watermarks",
+    "the leader a LeaderAndIsr request names holds the records below the high watermark of every replica "
+    "below the request's epoch while it has not moved past that epoch",
+)
+def elected_leader_holds_earlier_high_watermarks(p, s) -> bool:
+    """A replica below epoch e took its high watermark from a leader of an earlier epoch, so what it
+    covers was committed before epoch e's leader took the lead: the elected leader was in ZooKeeper's
+    ISR, which held it (``high-watermarks-on-isr``), or, elected before the commit, in the committing
+    leader's ISR, which fetched it. So a stale leader that acknowledges a record (acks=all) has it on
+    the leaders of every later request. Says nothing for other rules or with crashes. An auxiliary
+    invariant for ``kafkamc prove``."""
+    if not _kip320_without_crashes(p):
+        return True
+    rs = s.replica_state
+    logs = s.logs
+    for e, req in enumerate(s.requests):
+        ld = req[0]
+        if not ld or rs[ld - 1][1] > e:
+            continue
+        llog = logs[ld - 1]
+        for j, h in enumerate(s.hw):
+            if h and rs[j][1] < e and (len(llog) < h or llog[:h] != logs[j][:h]):
                 return False
     return True
 

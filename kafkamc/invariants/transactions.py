@@ -492,7 +492,8 @@ def open_batches_in_coordinator_transaction(p, s) -> bool:
 @invariant("markers-carry-the-decision", "while the coordinator holds a client transaction, no marker closes its batches while it is Ongoing, and every one that does once it is Prepare* carries the prepared result")
 def markers_carry_the_decision(p, s) -> bool:
     """Two-phase commit (KIP-98): the coordinator writes markers only after its Prepare* record, each
-    with the prepared result (TransactionMarkerChannelManager), so no batch of the transaction it
+    with the prepared result, and only to the transaction's partitions
+    (TransactionMarkerChannelManager), so no batch of the transaction it
     holds is closed while it is Ongoing and every marker that closes one is of the decision. A TV2
     abort from Empty or Complete* (KIP-890 part 2) prepares no partition and writes no marker. With
     ``open-batches-in-coordinator-transaction`` this is what keeps ``atomicity`` when the next
@@ -501,6 +502,8 @@ def markers_carry_the_decision(p, s) -> bool:
     state = c.state
     if state == _ONGOING:
         want = -1
+    elif not c.pending_markers <= c.partitions:
+        return False  # markers are sent to the transaction's partitions only
     elif not c.partitions:
         # A TV2 abort from Empty or Complete* (KIP-890 part 2) prepares no partition's marker.
         return True

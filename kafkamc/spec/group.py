@@ -66,6 +66,7 @@ from kafkamc.invariants.recoverability import group_can_stabilise
 from kafkamc.invariants.group import (
     committed_offsets_never_move_backwards,
     consumers_hold_their_assignment,
+    generations_count_rebalances,
     eager_rejoin_owns_nothing,
     group_eventually_stable,
     member_ids_unique,
@@ -570,6 +571,7 @@ class Group(Spec):
         member_ids_unique,
         eager_rejoin_owns_nothing,
         consumers_hold_their_assignment,
+        generations_count_rebalances,
     )
     recoverability = (group_can_stabilise,)
     liveness = (group_eventually_stable,)
