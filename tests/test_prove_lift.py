@@ -162,6 +162,13 @@ def test_group_no_double_assignment_proved_for_every_bound():
     assert result.result == PROVED and set(result.lifted) == {"max_generation", "max_session_expiries"}
 
 
+@slow
+def test_group_no_double_ownership_proved_for_every_bound():
+    spec = Group(consumers=2, partitions=2, records=0)
+    result = prove(spec, _props(spec, ("no-double-ownership",) + GROUP_PROOF + OWNERSHIP_AUX))
+    assert result.result == PROVED and set(result.lifted) == {"max_generation", "max_session_expiries"}
+
+
 # -- replication -----------------------------------------------------------------------------------
 
 def test_replication_domain_contains_every_reachable_state():

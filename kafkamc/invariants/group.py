@@ -266,7 +266,8 @@ def eager_rejoin_owns_nothing(p, s) -> bool:
 @invariant(
     "consumers-hold-their-assignment",
     "a consumer of the group's generation whose member id is a member owns only partitions of its member's "
-    "stored assignment (cooperative: once synced), and a SyncGroup response in flight to it carries that assignment",
+    "stored assignment (cooperative: once synced), a SyncGroup response in flight to it carries that assignment, "
+    "and none is past SyncGroup while the group is CompletingRebalance",
 )
 def consumers_hold_their_assignment(p, s) -> bool:
     """The coordinator stores the leader's assignment per member and answers every SyncGroup of the
@@ -277,6 +278,10 @@ def consumers_hold_their_assignment(p, s) -> bool:
     for c in s.clients:
         if c.generation != gen or c.state == _FENCED:
             continue
+        if (c.state == _CLIENT_AWAITING_SYNC or c.state == _CLIENT_STABLE) and s.group == _COMPLETING:
+            # Only the leader's SyncGroup, which stores the assignment and ends CompletingRebalance,
+            # gets a response: no consumer of the generation is past SyncGroup before it.
+            return False
         for m in s.members:
             if m.member_id == c.member_id:
                 # An eager consumer owns nothing outside STABLE (onJoinPrepare revoked it all); a
@@ -290,7 +295,8 @@ def consumers_hold_their_assignment(p, s) -> bool:
 
 @invariant(
     "generations-count-rebalances",
-    "an Empty group has no members, and a group with members has completed a rebalance (generation at least 1)",
+    "an Empty group has no members, a group with members has completed a rebalance (generation at least 1), and "
+    "no consumer holds a generation the group has not reached",
 )
 def generations_count_rebalances(p, s) -> bool:
     """GroupCoordinator: a group becomes Empty only when its last member leaves (or the join
@@ -298,6 +304,9 @@ def generations_count_rebalances(p, s) -> bool:
     the generation (GroupMetadata.initNextGeneration), so generation 0 is a group that never
     completed a join. An auxiliary invariant for ``kafkamc prove``."""
     if s.group == 0 and s.members:
+        return False
+    # A consumer's generation is one the coordinator handed out in a JoinGroup response.
+    if any(c.generation > s.generation for c in s.clients):
         return False
     return s.generation >= 1 or s.group == 0 or s.group == _PREPARING
 
