@@ -38,6 +38,7 @@ import pickle
 import sys
 from array import array
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
@@ -353,7 +354,8 @@ class Shard:
         self.cand_fps = _EMPTY  # the owners have them now
         return out, generated, aprop_found, dead_found, self.level_cov
 
-    def _exchange(self, sender: int, owner: int) -> Any:
+    def _exchange(self, sender: int, owner: int) -> Path:
+        """The file in which shard ``sender`` leaves shard ``owner`` its candidates of a level."""
         return self.store.shared(f"w{sender}-to-w{owner}.candidates")
 
     def _received(self, sizes: Sequence[int]) -> tuple[np.ndarray, np.ndarray, list[int]]:
@@ -391,7 +393,7 @@ class Shard:
         # Keys are distinct (one per parent and successor index), so in key order a fingerprint's
         # first occurrence is its smallest key, and the table's insert keeps first occurrences and
         # numbers the new ones in that order, like their records. In parts: the gathered
-        # fingerprints and the table's scratch stay a million keys however wide the level.
+        # fingerprints and the table's scratch stay a quarter million keys however wide the level.
         order = np.argsort(keys, kind="stable")  # each sender's part is sorted: merged runs
         parts = [order[at:at + _PART][self.table.insert(fps[order[at:at + _PART]])]
                 for at in range(0, len(order), _PART)]

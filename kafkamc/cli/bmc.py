@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+import time
 from typing import Any
 
 from kafkamc.cli.args import int_at_least, seconds
@@ -39,6 +41,8 @@ def register(subparsers: Any) -> None:
                           "domain(p), unrolled; context: the actions run per depth on the reachable states "
                           "(no domain needed; see docs/bmc.md)")
     cmd.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout (as check)")
+    cmd.add_argument("--progress", action="store_true",
+                     help="on stderr, a line per shape of the relation (CPU, paths, moves) and per depth")
     cmd.set_defaults(run=_cmd_bmc)
 
 
@@ -47,7 +51,11 @@ def _cmd_bmc(args: argparse.Namespace) -> int:
     props = select_properties(type(spec), args.invariant)
     if not props:
         raise UsageError("bmc needs at least one invariant (-i NAME)")
-    result = bmc(spec, props, args.depth, timeout=args.timeout, encoding=args.encoding)
+    progress = shapes = None
+    if args.progress:
+        progress, shapes = _depth_line, _shape_line
+    result = bmc(spec, props, args.depth, timeout=args.timeout, encoding=args.encoding, progress=progress,
+                 shapes=shapes)
     if ":" in args.spec:
         import dataclasses
 
@@ -62,6 +70,15 @@ def _cmd_bmc(args: argparse.Namespace) -> int:
             print()
             print(printable_lines(render_trace(result)))
     return EXIT_FOR_RESULT[result.result]
+
+
+def _shape_line(rel: Any, total: int) -> None:
+    print(f"bmc: shape {rel.shape.index + 1}/{total}: {rel.cpu:.1f} s CPU, {rel.paths:,} paths, "
+          f"{len(rel.moves):,} moves", file=sys.stderr, flush=True)
+
+
+def _depth_line(k: int, _unrolling: Any) -> None:
+    print(f"bmc: no violation within {k} steps ({time.process_time():.1f} s CPU so far)", file=sys.stderr, flush=True)
 
 
 def _bounded(result: Any, asked: int) -> str:

@@ -52,7 +52,7 @@ ENCODINGS = ("classical", "context")
 class _Unrolling:
     """The generic step formulas (over ``x``, ``y`` and the move selector) and their copies per depth."""
 
-    def __init__(self, spec: Spec, props: tuple[Property, ...], budget: Budget) -> None:
+    def __init__(self, spec: Spec, props: tuple[Property, ...], budget: Budget, shapes: Any = None) -> None:
         self.spec, self.props, self.budget = spec, props, budget
         dom_of = type(spec).domain
         if dom_of is None:
@@ -60,7 +60,7 @@ class _Unrolling:
                                       "variables of the encoding")
         self.layout = Layout(dom_of(spec.p))
         started = time.process_time()
-        self.rels: list[ShapeRelation] = relate(spec, props, self.layout, budget)
+        self.rels: list[ShapeRelation] = relate(spec, props, self.layout, budget, shapes)
         self.relation_cpu = round(time.process_time() - started, 1)
         self.moves = [m for rel in self.rels for m in rel.moves]
         self.unrolled: list[z3.BoolRef] = []  # the initial states and the steps added so far
@@ -170,10 +170,13 @@ def _substitute(formula: z3.BoolRef, pairs: list[tuple[z3.ExprRef, z3.ExprRef]])
 
 
 def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: float = 3600.0,
-        max_paths: int = DEFAULT_MAX_PATHS, progress: Any = None, encoding: str = "classical") -> CheckResult:
+        max_paths: int = DEFAULT_MAX_PATHS, progress: Any = None, encoding: str = "classical",
+        shapes: Any = None) -> CheckResult:
     """A shortest violation of ``invariants`` within ``depth`` steps, or an incomplete result
     (reason ``max-depth``, or why it stopped earlier) saying none exists up to the depth reached.
-    ``encoding``: "classical" (this module) or "context" (``bmc_context.py``, the earlier one)."""
+    ``encoding``: "classical" (this module) or "context" (``bmc_context.py``, the earlier one).
+    ``progress(k, unrolling)`` after each depth, ``shapes(relation, total)`` after each shape's
+    relation is made."""
     props = tuple(invariants)
     if not props:
         raise UsageError("bmc needs at least one invariant (-i NAME)")
@@ -193,7 +196,7 @@ def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: floa
     un: _Unrolling | None = None
     reached = -1
     try:
-        un = _Unrolling(spec, props, budget)
+        un = _Unrolling(spec, props, budget, shapes)
         un.init()
         for k in range(depth + 1):
             bad = un.at(un.bad_formula, k)

@@ -17,6 +17,7 @@ found again concretely and reported as ``check`` reports it).
 from __future__ import annotations
 
 import dataclasses
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -28,6 +29,8 @@ from kafkamc.checker.symbolic.values import fast_and, fast_or, fast_simplify
 from kafkamc.errors import KafkamcError, SymbolicUnsupported
 from kafkamc.invariants.api import Property
 from kafkamc.prover.layout import Layout, Shape
+from kafkamc.prover.merge import Guarded
+from kafkamc.prover.predicated import predicated
 from kafkamc.spec.api import Spec
 
 __all__ = ["Move", "ShapeRelation", "catching", "relate"]
@@ -59,20 +62,26 @@ class ShapeRelation:
     escapes: z3.BoolRef  # an action's successor is outside the domain (on an expanded state)
     moves: tuple[Move, ...]
     paths: int  # symbolic paths explored (actions and formulas)
+    cpu: float  # CPU seconds spent on this shape
 
 
 def relate(spec: Spec, props: Sequence[Property], layout: Layout, budget: Budget,
-           progress: Callable[[int, int], None] | None = None) -> list[ShapeRelation]:
-    """The relation of every shape of ``layout``, in shape order."""
+           progress: Callable[[ShapeRelation, int], None] | None = None, *,
+           branch_free: bool = True) -> list[ShapeRelation]:
+    """The relation of every shape of ``layout``, in shape order; ``progress(relation, total)``
+    after each. ``branch_free``: the actions as ``predicated.py`` recompiles them (False: as
+    written, forking at every condition; the same relation, tests compare the two)."""
     out = []
     for shape in layout.shapes:
-        out.append(_one(spec, props, layout, shape, budget))
+        out.append(_one(spec, props, layout, shape, budget, branch_free))
         if progress is not None:
-            progress(shape.index + 1, len(layout.shapes))
+            progress(out[-1], len(layout.shapes))
     return out
 
 
-def _one(spec: Spec, props: Sequence[Property], layout: Layout, shape: Shape, budget: Budget) -> ShapeRelation:
+def _one(spec: Spec, props: Sequence[Property], layout: Layout, shape: Shape, budget: Budget,
+         branch_free: bool) -> ShapeRelation:
+    started = time.process_time()
     p = spec.p
     tmpl, facts_list = layout.template(shape, "x")
     facts = fast_and(facts_list)
@@ -81,7 +90,7 @@ def _one(spec: Spec, props: Sequence[Property], layout: Layout, shape: Shape, bu
     before = budget.paths
     if solver.check() != z3.sat:  # a shape with no state (contradictory facts): no formula at all
         false = z3.BoolVal(False)
-        return ShapeRelation(shape, false, tuple(false for _ in props), false, false, false, false, (), 0)
+        return ShapeRelation(shape, false, tuple(false for _ in props), false, false, false, false, (), 0, 0.0)
     raised: list[z3.BoolRef] = []
     cons = type(spec).constraint
     formulas = tuple(_predicate(p, pr.fn, tmpl, solver, budget, {}, raised) for pr in props)
@@ -90,7 +99,7 @@ def _one(spec: Spec, props: Sequence[Property], layout: Layout, shape: Shape, bu
     raised_act: list[z3.BoolRef] = []
     for act in type(spec).actions():
         try:
-            _explore(p, act, tmpl, solver, budget, {}, found, raised_act)
+            _explore(p, act, tmpl, solver, budget, {}, found, raised_act, branch_free)
         except SymbolicUnsupported as exc:
             raise SymbolicUnsupported(f"{act.name}: {exc}") from None
     pre_choice = dict(shape.choices)
@@ -107,7 +116,8 @@ def _one(spec: Spec, props: Sequence[Property], layout: Layout, shape: Shape, bu
         assigns.extend(("#" + site, z3.IntVal(k)) for site, k in m.choices.items() if pre_choice.get(site) != k)
         moves.append(Move(shape.index, name, pc, tuple(sorted(assigns, key=lambda a: a[0]))))
     return ShapeRelation(shape, facts, formulas, expand, fast_or(raised), fast_or(raised_act),
-                         fast_or(escapes), _merged(moves), budget.paths - before)
+                         fast_or(escapes), _merged(moves), budget.paths - before,
+                         round(time.process_time() - started, 2))
 
 
 def _merged(moves: list[Move]) -> tuple[Move, ...]:
@@ -123,7 +133,7 @@ def _merged(moves: list[Move]) -> tuple[Move, ...]:
 
 
 def _explore(p: Any, act: Any, tmpl: Any, solver: z3.Solver, budget: Budget, fixed: dict[z3.ExprRef, Any],
-             found: list[tuple[str, z3.BoolRef, Any]], raised: list[z3.BoolRef]) -> None:
+             found: list[tuple[str, z3.BoolRef, Any]], raised: list[z3.BoolRef], branch_free: bool = True) -> None:
     """Every path of ``act`` on ``tmpl`` with the variables of ``fixed`` made those concrete values.
 
     Code that needs a concrete value (a hash: a set of pairs holding an offset) is refused on a
@@ -142,11 +152,15 @@ def _explore(p: Any, act: Any, tmpl: Any, solver: z3.Solver, budget: Budget, fix
         ex.rebase()
         mark = (len(found), len(raised))
 
+        fn = predicated(act.fn) if branch_free else act.fn
+
         def body() -> None:
             try:
-                for _label, post in act.fn(p, state):
+                for item in fn(p, state):
                     if ex.fresh():
-                        found.append((act.name, fast_and([at, ex.path_condition()]), post))
+                        _label, post = item
+                        extra = [item.cond] if isinstance(item, Guarded) else []
+                        found.append((act.name, fast_and([at, ex.path_condition()] + extra), post))
             except KafkamcError:
                 raise
             except Exception:
@@ -159,6 +173,8 @@ def _explore(p: Any, act: Any, tmpl: Any, solver: z3.Solver, budget: Budget, fix
             with guarded():
                 for _ in ex.paths(body):
                     pass
+            # Where code under a guard raised (the path went on without the guard's states).
+            raised.extend(fast_and([at, r]) for r in ex.raised)
             return
         except SymbolicUnsupported as exc:
             free = _free(exc, fixed)
@@ -171,7 +187,7 @@ def _explore(p: Any, act: Any, tmpl: Any, solver: z3.Solver, budget: Budget, fix
     finally:
         solver.pop()
     for valuation in values:
-        _explore(p, act, tmpl, solver, budget, {**fixed, **valuation}, found, raised)
+        _explore(p, act, tmpl, solver, budget, {**fixed, **valuation}, found, raised, branch_free)
 
 
 def _predicate(p: Any, fn: Any, tmpl: Any, solver: z3.Solver, budget: Budget, fixed: dict[z3.ExprRef, Any],

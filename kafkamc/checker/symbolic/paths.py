@@ -71,6 +71,22 @@ class _Decision:
     chosen: int = 0
 
 
+class _Key:
+    """The key of a decision that is not a condition's outcome (a split, a dropped side): holds
+    its term, so that the term's Z3 id is not reused while the path remembers it."""
+
+    __slots__ = ("kind", "term", "depth")
+
+    def __init__(self, kind: str, term: z3.ExprRef, depth: int) -> None:
+        self.kind, self.term, self.depth = kind, term, depth
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, _Key) and self.kind == other.kind and self.depth == other.depth
+                and self.term.eq(other.term))
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 @dataclass(slots=True)
 class _Run:
     trail: list[_Decision] = field(default_factory=list)
@@ -105,6 +121,10 @@ class Explorer:
         self.model = model
         self._run = _Run()
         self._base_scopes = solver.num_scopes()
+        # Guarded regions (``kafkamc/prover/merge.py``): code that runs under a condition without
+        # forking on it; a decision inside one is an implication, a successor carries the guards.
+        self.guards: list[z3.BoolRef] = []
+        self.raised: list[z3.BoolRef] = []  # where code inside a guarded region raised
 
     # -- solver access ------------------------------------------------------------------------
     def _check(self, *extra: z3.BoolRef) -> Any:
@@ -169,6 +189,8 @@ class Explorer:
         known = self._known(key_id)
         if known is not None:
             return known
+        if self.guards:
+            return self._decide_guarded(cond)
         run = self._run
         if run.pos < len(run.trail):
             return self._replay(cond, key_id)
@@ -187,6 +209,134 @@ class Explorer:
                 options.insert(0, cond); values.insert(0, True); models.insert(0, other)
         return self._take(_Decision(cond, key_id, options, values, models))
 
+    def _guard(self) -> z3.BoolRef:
+        return fast_and(self.guards)
+
+    def _decide_guarded(self, cond: z3.BoolRef) -> bool:
+        """``bool()`` inside a guarded region G: the options are G -> cond and G -> not cond, each
+        taken when some state of the path meets G and it (a state outside G is unaffected)."""
+        g = self._guard()
+        yes, no = z3.Implies(g, cond), z3.Implies(g, fast_not(cond))
+        key_id = ast_id(yes)
+        known = self._known(key_id)
+        if known is not None:
+            return known
+        run = self._run
+        if run.pos < len(run.trail):
+            return self._replay(yes, key_id)
+        # self.model satisfies the path and the guards, so it shows one option feasible.
+        holds = z3.is_true(self.model.eval(cond, model_completion=True))
+        other = self._check(g, fast_not(cond) if holds else cond)
+        if holds:
+            options, values, models = [yes], [True], [self.model]
+            if other is not None:
+                options.append(no); values.append(False); models.append(other)
+        else:
+            options, values, models = [no], [False], [self.model]
+            if other is not None:
+                options.insert(0, yes); values.insert(0, True); models.insert(0, other)
+        return self._take(_Decision(yes, key_id, options, values, models))
+
+    # -- guarded regions ------------------------------------------------------------------------
+    def split(self, cond: z3.BoolRef) -> tuple[Any, Any, Any]:
+        """Which sides of ``cond`` some state of the path (and guards) takes: (True, ...) or
+        (False, ...) when only one, ("both", model of cond, model of not cond) when both. Recorded
+        as a decision of one option, so that re-execution gets the same answer."""
+        cond = fast_simplify(cond)
+        constant = bool_value(cond)
+        if constant is not None:
+            return constant, None, None
+        if not self.prune:
+            return self.decide(cond), None, None
+        key = _Key("split", cond, len(self.guards))
+        run = self._run
+        if run.pos < len(run.trail):
+            return self._replay(key)
+        g = self._guard()
+        holds = z3.is_true(self.model.eval(cond, model_completion=True))
+        other = self._check(g, fast_not(cond) if holds else cond)
+        if other is None:
+            value: tuple[Any, Any, Any] = (holds, None, None)
+        else:
+            value = ("both", self.model, other) if holds else ("both", other, self.model)
+        return self._take(_Decision(key, -1, [z3.BoolVal(True)], [value], [self.model]))
+
+    def enter(self, cond: z3.BoolRef, model: Any) -> None:
+        """Run what follows under ``cond`` (a side of a ``split``), ``model`` a state of it."""
+        self.guards.append(cond)
+        if self.fresh() and model is not None:
+            self.model = model
+
+    def leave(self) -> None:
+        self.guards.pop()
+
+    def drop(self, other_model: Any) -> None:
+        """The code under the innermost guard raised: where, is recorded (``raised``); the path
+        goes on without the guard's states (one option, guard false)."""
+        side = self.guards.pop()
+        if self.fresh():
+            self.raised.append(fast_and(self.path_condition_of(self.guards + [side])))
+        excluded = z3.Implies(self._guard(), fast_not(side))
+        key = _Key("drop", excluded, 0)
+        run = self._run
+        if run.pos < len(run.trail):
+            self._replay(key)
+            return
+        model = other_model
+        if model is None or not z3.is_true(model.eval(excluded, model_completion=True)):
+            model = self._check(excluded)
+            if model is None:
+                raise _Infeasible()  # every state of the path raised there: recorded, nothing left
+        self._take(_Decision(key, -1, [excluded], [None], [model]))
+
+    def region(self, sides: list[tuple[z3.BoolRef, Callable[[], Any]]]) -> list[tuple[z3.BoolRef, Any]]:
+        """The items that generator functions yield, each under its condition, every path of
+        each explored on its own (relative to this path and its guards): code whose only effect is
+        what it yields forks there without multiplying the paths of what follows. Recorded as a
+        decision of one option, so that re-execution gets the same items without exploring again."""
+        key = _Key("region", fast_and([c for c, _fn in sides]), len(self.guards))
+        run = self._run
+        if run.pos < len(run.trail):
+            return self._replay(key)
+        out: list[tuple[z3.BoolRef, Any]] = []
+        for cond, fn in sides:
+            g = fast_and(self.guards + [cond])
+            model = self.model if z3.is_true(self.model.eval(g, model_completion=True)) else self._check(g)
+            if model is None:
+                continue
+            self.solver.push()
+            self.solver.add(g)
+            try:
+                inner = Explorer(self.solver, model, self.budget, formatting_allowed=self.formatting_allowed)
+                failed: list[z3.BoolRef] = []
+
+                def body(fn: Callable[[], Any] = fn, inner: Explorer = inner, failed: list = failed) -> list[Any]:
+                    # Each item under the path condition (and guards) where it was yielded, once.
+                    items: list[Any] = []
+                    try:
+                        for item in fn():
+                            if inner.fresh():
+                                items.append((inner.path_condition(), item))
+                    except KafkamcError:
+                        raise
+                    except Exception:
+                        if inner.fatal is not None:
+                            raise inner.fatal from None
+                        failed.append(inner.path_condition())
+                    return items
+
+                for _pc, items in inner.paths(body):
+                    out.extend((fast_and([g, pc]), item) for pc, item in items)
+                if self.fresh():
+                    self.raised.extend(fast_and([g, r]) for r in inner.raised + failed)
+            finally:
+                self.solver.pop()
+        self._take(_Decision(key, -1, [z3.BoolVal(True)], [out], [self.model]))
+        return out
+
+    def path_condition_of(self, guards: list[z3.BoolRef]) -> list[z3.BoolRef]:
+        return [d.options[d.chosen] for d in self._run.trail[:self._run.pos]] + guards
+
     def choose_value(self, term: z3.ArithRef) -> int:
         """``__index__`` of a symbolic int: every feasible value, ascending, up to the budget."""
         term = z3.simplify(term)
@@ -197,6 +347,7 @@ class Explorer:
         if run.pos < len(run.trail):
             return self._replay(term, term_id)
         found: dict[int, Any] = {}
+        g = self._guard() if self.guards else None
         if self.prune:
             found[self.model.eval(term, model_completion=True).as_long()] = self.model
         else:  # the path may be infeasible and self.model not one of it
@@ -205,7 +356,7 @@ class Explorer:
                 raise _Infeasible()
             found[m.eval(term, model_completion=True).as_long()] = m
         while True:
-            m = self._check(*(term != v for v in found))
+            m = self._check(*(term != v for v in found), *([g] if g is not None else []))
             if m is None:
                 break
             found[m.eval(term, model_completion=True).as_long()] = m
@@ -213,7 +364,8 @@ class Explorer:
                 raise unsupported(f"a symbolic int used as an index or size with more than "
                                   f"{self.budget.max_values} possible values")
         values = sorted(found)
-        return self._take(_Decision(term, term_id, [term == v for v in values], values, [found[v] for v in values]))
+        options = [term == v for v in values] if g is None else [z3.Implies(g, term == v) for v in values]
+        return self._take(_Decision(term, term_id, options, values, [found[v] for v in values]))
 
     def choose_index(self, n: int, what: str) -> int:
         """A concrete choice among ``n`` alternatives (a shape: a bag's length, a subset)."""
@@ -251,7 +403,7 @@ class Explorer:
         return self._run.pos >= self._run.forced
 
     def path_condition(self) -> z3.BoolRef:
-        return fast_and([d.options[d.chosen] for d in self._run.trail])
+        return fast_and([d.options[d.chosen] for d in self._run.trail] + self.guards)
 
     # -- the depth-first enumeration -------------------------------------------------------------
     def paths(self, body: Callable[[], Any]) -> Iterator[tuple[z3.BoolRef, Any]]:
@@ -263,6 +415,7 @@ class Explorer:
         try:
             while True:
                 run.pos = 0
+                self.guards = []
                 with activate(self):
                     try:
                         value = body()

@@ -1,0 +1,357 @@
+"""What the branch-free versions of spec functions (``predicated.py``) call instead of forking.
+
+On concrete values every function here gives exactly Python's answer (the same object where
+Python returns an operand). On symbolic values, where Python would ask a condition for a concrete
+``bool`` and the executor would fork the path, both sides run under a *guard* (the executor's
+``split``/``enter``/``leave``, ``kafkamc/checker/symbolic/paths.py``) and their results are joined
+into one value: ints and bools as ``If`` terms, sets member by member, tuples and dataclasses field
+by field. What cannot be joined (two tuples of different lengths, a value bound on one side only,
+a list) is decided after all: the path forks on the condition, which is always exact.
+
+A side that raises is not lost: where it raised is recorded (the path condition and its guard),
+and the path goes on with the other side's states only. The unrolling asks whether a reachable
+state is one that raised, as for an action that raises without guards.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Iterable, Iterator
+
+import z3
+
+from kafkamc.checker.symbolic import SymBool, SymInt, SymSet
+from kafkamc.checker.symbolic.context import current, unsupported
+from kafkamc.checker.symbolic.sets import as_members
+from kafkamc.checker.symbolic.state import equal
+from kafkamc.checker.symbolic.values import _Opaque, as_arith, as_bool, fast_and, fast_not, fast_or
+from kafkamc.errors import KafkamcError
+
+__all__ = ["UNBOUND", "Label", "Split", "Guarded", "region", "test", "enter_side", "leave_side", "drop_side", "run_side", "ite", "merge", "ifexp", "and_", "or_", "not_", "in_", "eq",
+           "ne", "len_", "any_", "all_", "members", "truth_of"]
+
+
+class UNBOUND:
+    """A local not bound on one side of a guarded ``if`` (a class: immutable for the guard)."""
+
+
+_TRUE = z3.BoolVal(True)
+
+
+def truth_of(value: Any) -> Any:
+    """Python's truth of ``value``: a bool, or a Z3 condition when it is symbolic."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, SymBool):
+        return value.z
+    if isinstance(value, SymInt):
+        return value.z != 0
+    if isinstance(value, SymSet):
+        return fast_or(list(value.bits))
+    return bool(value)
+
+
+class Label(_Opaque):
+    """Two different strings joined (an action's labels, which the relation never reads): it
+    formats as a symbolic value does, only inside an action, and refuses every other use."""
+
+    __slots__ = ()
+
+    def __add__(self, other: Any) -> Any:
+        if isinstance(other, (str, Label)):
+            return self
+        return NotImplemented
+
+    __radd__ = __add__
+
+    def __eq__(self, other: Any) -> Any:
+        raise unsupported("comparing a label that differs between two joined branches")
+
+    __ne__ = __eq__
+    __hash__ = _Opaque.__hash__
+
+
+class Split:
+    """One evaluation of a condition: which sides run, and which of them raised (per run)."""
+
+    __slots__ = ("cond", "then_model", "else_model", "dropped")
+
+    def __init__(self, cond: z3.BoolRef, then_model: Any, else_model: Any) -> None:
+        self.cond = cond
+        self.then_model = then_model
+        self.else_model = else_model
+        self.dropped: set[bool] = set()
+
+
+def test(value: Any) -> Any:
+    """True or False when only one side is taken on the path, else a ``Split``."""
+    t = truth_of(value)
+    if isinstance(t, bool):
+        return t
+    verdict, then_model, else_model = current().split(t)
+    if verdict != "both":
+        return verdict
+    return Split(t, then_model, else_model)
+
+
+def enter_side(split: Any, side: bool) -> None:
+    """What follows runs under the guard of one side of ``split`` (nothing to do when the
+    condition was concrete on the path: ``split`` is then a bool)."""
+    if split.__class__ is not Split:
+        return
+    current().enter(split.cond if side else fast_not(split.cond), split.then_model if side else split.else_model)
+
+
+def leave_side(split: Any) -> None:
+    if split.__class__ is Split:
+        current().leave()
+
+
+def drop_side(split: Split, side: bool, exc: BaseException) -> None:
+    """The side raised ``exc``: recorded where (unless it is the executor's own refusal), and the
+    path goes on with the other side's states."""
+    if split.__class__ is not Split or isinstance(exc, KafkamcError):
+        raise exc
+    ex = current()
+    if isinstance(exc, KafkamcError):
+        raise exc
+    if ex.fatal is not None:
+        raise ex.fatal from None
+    split.dropped.add(side)
+    ex.drop(split.else_model if side else split.then_model)
+
+
+def run_side(split: Split, side: bool, body: Callable[[], Any]) -> Any:
+    """``body()`` under the guard of ``side``; UNBOUND (and the side dropped) when it raised."""
+    enter_side(split, side)
+    try:
+        value = body()
+    except Exception as exc:
+        drop_side(split, side, exc)
+        return UNBOUND
+    leave_side(split)
+    return value
+
+
+class Guarded(tuple):
+    """An item a guarded region yielded (a ``(label, state)`` pair, unpacked as one) and the
+    condition under which it was yielded; the relation adds it to the path's."""
+
+    cond: z3.BoolRef
+
+    def __new__(cls, cond: z3.BoolRef, item: Any) -> "Guarded":
+        made = super().__new__(cls, item)
+        made.cond = cond
+        return made
+
+
+def region(split: Any, then: Callable[[], Any], other: Callable[[], Any]) -> Any:
+    """What ``if C: A else: B`` yields when A and B bind nothing that is read afterwards: each
+    side's paths explored on their own (``Explorer.region``), so that their forks do not multiply
+    the paths of the code after them."""
+    if split is True:
+        return then()
+    if split is False:
+        return other()
+    found = current().region([(split.cond, then), (fast_not(split.cond), other)])
+    return [Guarded(fast_and([cond, item.cond]) if isinstance(item, Guarded) else cond, item)
+            for cond, item in found]
+
+
+def ite(split: Split, a: Any, b: Any) -> Any:
+    """The value that is ``a`` on the then side and ``b`` on the else side of ``split``."""
+    if True in split.dropped:
+        return b
+    if False in split.dropped:
+        return a
+    return merge(split.cond, a, b)
+
+
+def _intlike(v: Any) -> bool:
+    return isinstance(v, SymInt) or (isinstance(v, int) and not isinstance(v, bool))
+
+
+def _concrete(v: Any) -> bool:
+    if isinstance(v, (_Opaque, list, dict, set)):
+        return False
+    if isinstance(v, tuple):
+        return all(_concrete(x) for x in v)
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return all(_concrete(getattr(v, f.name)) for f in dataclasses.fields(v))
+    return True
+
+
+def merge(c: z3.BoolRef, a: Any, b: Any) -> Any:
+    """``a`` where ``c`` holds, ``b`` elsewhere, as one value; a fork on ``c`` when the two have
+    no common structure."""
+    if a is b:
+        return a
+    if a is UNBOUND or b is UNBOUND:
+        return _fork(c, a, b)
+    if isinstance(a, (bool, SymBool)) and isinstance(b, (bool, SymBool)):
+        if isinstance(a, bool) and isinstance(b, bool) and a == b:
+            return a
+        return SymBool(z3.If(c, as_bool(a), as_bool(b)))
+    if _intlike(a) and _intlike(b):
+        if type(a) is type(b) and not isinstance(a, SymInt) and a == b:
+            return a
+        ea, eb = _enum_of(a), _enum_of(b)
+        if ea is not None and eb is not None and ea is not eb:
+            return _fork(c, a, b)
+        return SymInt(z3.If(c, as_arith(a), as_arith(b)), ea or eb)
+    if isinstance(a, (SymSet, frozenset)) and isinstance(b, (SymSet, frozenset)):
+        if isinstance(a, frozenset) and isinstance(b, frozenset) and a == b:
+            return a
+        ma, mb = as_members(a), as_members(b)
+        keys = set(ma) | set(mb)
+        if not all(_concrete(k) for k in keys):
+            return _fork(c, a, b)
+        false = z3.BoolVal(False)
+        elems = tuple(sorted(keys))
+        return SymSet(elems, tuple(z3.If(c, ma.get(e, false), mb.get(e, false)) for e in elems))
+    if type(a) is tuple and type(b) is tuple:
+        if len(a) != len(b):
+            return _fork(c, a, b)
+        return tuple(merge(c, x, y) for x, y in zip(a, b))
+    if (dataclasses.is_dataclass(a) and not isinstance(a, type) and type(a) is type(b)
+            and all(f.init for f in dataclasses.fields(a))):
+        return type(a)(**{f.name: merge(c, getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a)})
+    if type(a) is type(b) and isinstance(a, (str, type(None))) and a == b:
+        return a
+    if isinstance(a, (str, Label)) and isinstance(b, (str, Label)):
+        return Label()
+    return _fork(c, a, b)
+
+
+def _enum_of(v: Any) -> Any:
+    if isinstance(v, SymInt):
+        return v.enum
+    return type(v) if type(v) is not int else None
+
+
+def _fork(c: z3.BoolRef, a: Any, b: Any) -> Any:
+    return a if current().decide(c) else b
+
+
+def ifexp(cond: Any, then: Callable[[], Any], other: Callable[[], Any]) -> Any:
+    """``then() if cond else other()``."""
+    s = test(cond)
+    if s is True:
+        return then()
+    if s is False:
+        return other()
+    a = run_side(s, True, then)
+    b = run_side(s, False, other)
+    return ite(s, a, b)
+
+
+def _chain(first: Any, rest: tuple[Callable[[], Any], ...], stop_when: bool) -> Any:
+    """``a and b and ...`` (stop_when False) or ``a or b or ...`` (True): the first operand whose
+    truth is ``stop_when``, else the last, as Python returns it."""
+    value = first
+    for i, thunk in enumerate(rest):
+        s = test(value)
+        if s is stop_when:
+            return value
+        if s is (not stop_when):
+            value = thunk()
+            continue
+        # Symbolic truth: the rest runs where the chain goes on, the value stays where it stops.
+        later = rest[i + 1:]
+        on = run_side(s, not stop_when, lambda: _chain(thunk(), later, stop_when))
+        if on is UNBOUND:
+            return value
+        return merge(s.cond, value, on) if stop_when else merge(s.cond, on, value)
+    return value
+
+
+def and_(first: Any, *rest: Callable[[], Any]) -> Any:
+    return _chain(first, rest, False)
+
+
+def or_(first: Any, *rest: Callable[[], Any]) -> Any:
+    return _chain(first, rest, True)
+
+
+def not_(value: Any) -> Any:
+    t = truth_of(value)
+    return (not t) if isinstance(t, bool) else SymBool(fast_not(t))
+
+
+def _symbolic_inside(v: Any) -> bool:
+    return not _concrete(v) and not isinstance(v, (list, dict, set))
+
+
+def eq(a: Any, b: Any) -> Any:
+    """``a == b`` as a term when a tuple or a record holds symbolic values (Python's ``==``
+    forks on each field)."""
+    if (isinstance(a, tuple) or dataclasses.is_dataclass(a)) and not isinstance(a, type) and \
+            type(a) is type(b) and (_symbolic_inside(a) or _symbolic_inside(b)):
+        return SymBool(equal(a, b))
+    return a == b
+
+
+def ne(a: Any, b: Any) -> Any:
+    if (isinstance(a, tuple) or dataclasses.is_dataclass(a)) and not isinstance(a, type) and \
+            type(a) is type(b) and (_symbolic_inside(a) or _symbolic_inside(b)):
+        return SymBool(fast_not(equal(a, b)))
+    return a != b
+
+
+def in_(x: Any, coll: Any) -> Any:
+    """``x in coll`` without the ``bool`` Python forces on each comparison."""
+    if isinstance(coll, SymSet):
+        return coll.__contains__(x)
+    if isinstance(coll, (tuple, list, frozenset)) and (_symbolic_inside(x) or any(_symbolic_inside(e) for e in coll)):
+        parts = []
+        for e in coll:
+            if e is x:
+                return True
+            r = eq(x, e)
+            if isinstance(r, SymBool):
+                parts.append(r.z)
+            elif r is True or (r is not False and truth_of(r) is True):
+                return True
+        return SymBool(fast_or(parts)) if parts else False
+    return x in coll
+
+
+def len_(value: Any) -> Any:
+    """``len``: the number of members of a symbolic set as a term (Python's ``len`` must be an
+    int, so the executor would enumerate it)."""
+    if isinstance(value, SymSet):
+        return SymInt(z3.Sum([z3.If(b, 1, 0) for b in value.bits])) if value.bits else 0
+    return len(value)
+
+
+def any_(items: Iterable[Any]) -> Any:
+    parts = []
+    for value in items:
+        t = truth_of(value)
+        if t is True:
+            return True
+        if t is not False:
+            parts.append(t)
+    return SymBool(fast_or(parts)) if parts else False
+
+
+def all_(items: Iterable[Any]) -> Any:
+    parts = []
+    for value in items:
+        t = truth_of(value)
+        if t is False:
+            return False
+        if t is not True:
+            parts.append(t)
+    return SymBool(fast_and(parts)) if parts else True
+
+
+def members(items: Any) -> Iterator[tuple[Any, Any]]:
+    """(element, whether it is there) of an iterable: True for each element of a concrete one,
+    the membership of each possible member of a symbolic set."""
+    if isinstance(items, SymSet):
+        for e, b in zip(items.elems, items.bits):
+            yield e, SymBool(b)
+    else:
+        for e in items:
+            yield e, True
