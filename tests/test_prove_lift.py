@@ -42,7 +42,8 @@ STRONG_ISR_KIP320 = ("high-watermarks-on-isr", "followers-copy-their-leader", "l
                      "records-follow-their-leader")
 STRONG_ISR_PROOF = ("strong-isr",) + REPLICATION_PROOF + STRONG_ISR_AUX + STRONG_ISR_KIP320
 # What no-double-ownership asks for so far (docs/prove.md).
-OWNERSHIP_AUX = ("eager-rejoin-owns-nothing", "consumers-hold-their-assignment", "generations-count-rebalances")
+OWNERSHIP_AUX = ("eager-rejoin-owns-nothing", "consumers-hold-their-assignment", "generations-count-rebalances",
+                 "consumers-without-generation-own-nothing")
 TRANSACTIONS_PROOF = ("epochs-committed-before-use", "producers-initialised-before-sending", "transaction-batches-once",
                       "producer-state-matches-log", "timed-out-batches-were-delayed", "coordinator-state-committed")
 # One producer instance, one partition, one transaction, nothing delayed: about 12 CPU s for the whole proof.
@@ -158,6 +159,13 @@ def test_group_no_double_assignment_kept_by_coordinator_actions(action):
 def test_group_no_double_assignment_proved_for_every_bound():
     spec = Group(consumers=2, partitions=2, records=0)
     result = prove(spec, _props(spec, GROUP_PROOF))
+    assert result.result == PROVED and set(result.lifted) == {"max_generation", "max_session_expiries"}
+
+
+@slow
+def test_group_no_double_ownership_proved_for_every_bound():
+    spec = Group(consumers=2, partitions=2, records=0)
+    result = prove(spec, _props(spec, ("no-double-ownership",) + GROUP_PROOF + OWNERSHIP_AUX))
     assert result.result == PROVED and set(result.lifted) == {"max_generation", "max_session_expiries"}
 
 

@@ -21,6 +21,7 @@ __all__ = [
     "eager_rejoin_owns_nothing",
     "consumers_hold_their_assignment",
     "generations_count_rebalances",
+    "consumers_without_generation_own_nothing",
     "group_eventually_stable",
     "rebalance_in_progress",
     "group_settled",
@@ -242,26 +243,31 @@ def group_eventually_stable():
 
 
 _CLIENT_COMPLETING, _CLIENT_AWAITING_SYNC = 2, 3  # ClientState.COMPLETING_REBALANCE, AWAITING_SYNC
+_CLIENT_UNJOINED = 0  # ClientState.UNJOINED
 
 
 @invariant(
     "eager-rejoin-owns-nothing",
-    "with the eager protocol a consumer waiting for its JoinGroup or SyncGroup response owns no partition",
+    "with the eager protocol a consumer outside a group (UNJOINED) or waiting for its JoinGroup or SyncGroup "
+    "response owns no partition",
 )
 def eager_rejoin_owns_nothing(p, s) -> bool:
     """ConsumerCoordinator.onJoinPrepare: an eager consumer revokes every partition before it sends
     JoinGroup, and takes partitions again only from the SyncGroup response (onJoinComplete); the
-    cooperative protocol (KIP-429) keeps them. An auxiliary invariant for ``kafkamc prove``."""
+    cooperative protocol (KIP-429) keeps them. An eager consumer becomes UNJOINED only with nothing
+    (it starts so, leaves, or loses its generation: onPartitionsLost). An auxiliary invariant for
+    ``kafkamc prove``."""
     if p.protocol != "eager":
         return True
-    return not any(((c.state == _CLIENT_PREPARING) | (c.state == _CLIENT_COMPLETING)
+    return not any(((c.state == _CLIENT_UNJOINED) | (c.state == _CLIENT_PREPARING) | (c.state == _CLIENT_COMPLETING)
                     | (c.state == _CLIENT_AWAITING_SYNC)) & (c.owned != frozenset()) for c in s.clients)
 
 
 @invariant(
     "consumers-hold-their-assignment",
     "a consumer of the group's generation whose member id is a member owns only partitions of its member's "
-    "stored assignment (cooperative: once synced), and a SyncGroup response in flight to it carries that assignment",
+    "stored assignment (cooperative: once synced), a SyncGroup response in flight to it carries that assignment, "
+    "and none is past SyncGroup while the group is CompletingRebalance",
 )
 def consumers_hold_their_assignment(p, s) -> bool:
     """The coordinator stores the leader's assignment per member and answers every SyncGroup of the
@@ -272,6 +278,10 @@ def consumers_hold_their_assignment(p, s) -> bool:
     for c in s.clients:
         if c.generation != gen or c.state == _FENCED:
             continue
+        if (c.state == _CLIENT_AWAITING_SYNC or c.state == _CLIENT_STABLE) and s.group == _COMPLETING:
+            # Only the leader's SyncGroup, which stores the assignment and ends CompletingRebalance,
+            # gets a response: no consumer of the generation is past SyncGroup before it.
+            return False
         for m in s.members:
             if m.member_id == c.member_id:
                 # An eager consumer owns nothing outside STABLE (onJoinPrepare revoked it all); a
@@ -285,7 +295,8 @@ def consumers_hold_their_assignment(p, s) -> bool:
 
 @invariant(
     "generations-count-rebalances",
-    "an Empty group has no members, and a group with members has completed a rebalance (generation at least 1)",
+    "an Empty group has no members, a group with members has completed a rebalance (generation at least 1), and "
+    "no consumer holds a generation the group has not reached",
 )
 def generations_count_rebalances(p, s) -> bool:
     """GroupCoordinator: a group becomes Empty only when its last member leaves (or the join
@@ -294,4 +305,22 @@ def generations_count_rebalances(p, s) -> bool:
     completed a join. An auxiliary invariant for ``kafkamc prove``."""
     if s.group == 0 and s.members:
         return False
+    # A consumer's generation is one the coordinator handed out in a JoinGroup response.
+    if any(c.generation > s.generation for c in s.clients):
+        return False
     return s.generation >= 1 or s.group == 0 or s.group == _PREPARING
+
+
+@invariant(
+    "consumers-without-generation-own-nothing",
+    "a consumer that holds no generation (before its first JoinGroup response, or after it lost its generation) "
+    "owns no partition and is not past its JoinGroup (COMPLETING_REBALANCE, AWAITING_SYNC, STABLE)",
+)
+def consumers_without_generation_own_nothing(p, s) -> bool:
+    """A consumer takes partitions only from the SyncGroup response of a generation it holds
+    (onJoinComplete), and resetGenerationOnResponseError drops the partitions with the generation
+    (onPartitionsLost, KIP-429), so a consumer with no generation (-1) owns nothing; the JoinGroup
+    response that moves it on carries the generation. An auxiliary invariant for ``kafkamc prove``."""
+    return not any((c.generation < 0) & ((c.owned != frozenset()) | (c.state == _CLIENT_COMPLETING)
+                                          | (c.state == _CLIENT_AWAITING_SYNC) | (c.state == _CLIENT_STABLE))
+                   for c in s.clients)

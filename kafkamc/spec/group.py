@@ -67,6 +67,7 @@ from kafkamc.invariants.group import (
     committed_offsets_never_move_backwards,
     consumers_hold_their_assignment,
     generations_count_rebalances,
+    consumers_without_generation_own_nothing,
     eager_rejoin_owns_nothing,
     group_eventually_stable,
     member_ids_unique,
@@ -572,6 +573,7 @@ class Group(Spec):
         eager_rejoin_owns_nothing,
         consumers_hold_their_assignment,
         generations_count_rebalances,
+        consumers_without_generation_own_nothing,
     )
     recoverability = (group_can_stabilise,)
     liveness = (group_eventually_stable,)
