@@ -123,35 +123,31 @@ def _not(value: Any) -> Any:
 
 def _all(items: Iterable[Any]) -> Any:
     """``all(...)``: the items after a symbolic one are evaluated under it (see ``_evaluated``)."""
-    parts: list[z3.BoolRef] = []
-    it = iter(items)
-    while True:
-        ok, value = _evaluated(lambda: next(it, _END), parts, fast_and, False)
-        if not ok:
-            return value
-        if value is _END:
-            break
-        if _sym(value):
-            parts.append(_z(value))
-        elif not value:
-            return False
-    return SymBool(fast_and(parts)) if parts else True
+    return _quantified(items, False)
 
 
 def _any(items: Iterable[Any]) -> Any:
+    """``any(...)``, the dual of ``_all``."""
+    return _quantified(items, True)
+
+
+def _quantified(items: Iterable[Any], decisive: bool) -> Any:
+    """``all`` (``decisive`` False) or ``any`` (True): Python's value at the first concrete item
+    whose truth is ``decisive``; the items after a symbolic one evaluated under it."""
     parts: list[z3.BoolRef] = []
+    reached, join = (_none, fast_or) if decisive else (fast_and, fast_and)
     it = iter(items)
     while True:
-        ok, value = _evaluated(lambda: next(it, _END), parts, _none, True)
+        ok, value = _evaluated(lambda: next(it, _END), parts, reached, decisive)
         if not ok:
             return value
         if value is _END:
             break
         if _sym(value):
             parts.append(_z(value))
-        elif value:
-            return True
-    return SymBool(fast_or(parts)) if parts else False
+        elif bool(value) is decisive:
+            return decisive
+    return SymBool(join(parts)) if parts else not decisive
 
 
 def _guarded(guard: Callable[[], Any], body: Callable[[], Any]) -> Any:
