@@ -60,6 +60,17 @@ class _Cannot(Exception):
     """This scope's early exits cannot be restructured: it is left as written."""
 
 
+def _without_continue(body: list[ast.stmt]) -> list[ast.stmt]:
+    """A loop body with its ``continue`` statements turned into ``else`` branches (the rest of the
+    body), or the body as written when they cannot be."""
+    if not _exits(body, ast.Continue):
+        return body
+    try:
+        return _restructure(body, ast.Continue, lambda _s: [ast.Pass()])
+    except _Cannot:
+        return body
+
+
 def predicated(fn: Callable[..., Any]) -> Callable[..., Any]:
     """The branch-free recompilation of ``fn`` (and of the functions of its module it calls);
     ``fn`` itself when its source is not available."""
@@ -448,12 +459,7 @@ class _Rewrite(ast.NodeTransformer):
         if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return [st]
         if isinstance(st, ast.For) and not isinstance(st, ast.AsyncFor):
-            body = st.body
-            if _exits(body, ast.Continue):
-                try:
-                    body = _restructure(body, ast.Continue, lambda _s: [ast.Pass()])
-                except _Cannot:
-                    body = st.body
+            body = _without_continue(st.body)
             # for x in S: each possible member of a symbolic set under its membership
             b = self.fresh()
             guarded = ast.If(test=_name(b), body=body, orelse=[])
@@ -462,12 +468,7 @@ class _Rewrite(ast.NodeTransformer):
                           orelse=self.block(st.orelse), type_comment=None)
             return [new]
         if isinstance(st, ast.While):
-            body = st.body
-            if _exits(body, ast.Continue):
-                try:
-                    body = _restructure(body, ast.Continue, lambda _s: [ast.Pass()])
-                except _Cannot:
-                    body = st.body
+            body = _without_continue(st.body)
             return [ast.While(test=self.visit(st.test), body=self.block(body), orelse=self.block(st.orelse))]
         if isinstance(st, ast.If):
             return self.if_(st)
