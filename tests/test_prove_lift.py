@@ -193,6 +193,16 @@ def test_replication_strong_isr_auxiliaries_hold_under_check():
         assert explore(spec, _props(spec, STRONG_ISR_PROOF)).result == "ok", params
 
 
+def test_replication_high_watermarks_on_isr_fails_where_strong_isr_fails():
+    """The other way round: under KIP-279's truncation (the committed-record loss that KIP-320 fixes) the
+    strengthening is violated too, on the same shortest trace as strong-isr."""
+    spec = Replication(truncation="kip279", replicas=3)
+    aux = explore(spec, _props(spec, ("high-watermarks-on-isr",)))
+    target = explore(spec, _props(spec, ("strong-isr",)))
+    assert (aux.result, aux.violated) == ("violation", "high-watermarks-on-isr")
+    assert target.result == "violation" and aux.trace.path == target.trace.path
+
+
 def test_replication_stale_leader_high_watermark_needs_its_isr_to_cover_zookeepers():
     # A leader advances its high watermark once its own ISR has the record; without
     # leader-isr-covers-zookeeper that ISR ({2}) need not cover ZooKeeper's ({1}): a CTI.
