@@ -195,6 +195,29 @@ def test_labels_format_lazily_but_invariants_may_not_format():
         list(ex.paths(lambda: str(x)))
 
 
+def test_a_stop_that_ctypes_wrapped_ends_the_run_and_is_not_a_spec_error():
+    """Z3 is called through ctypes, which wraps an exception raised while it converts an argument
+    in ArgumentError. A SIGTERM that lands there must end the run, not be reported as the spec
+    raising on a symbolic state (CI saw exit 3 instead of 4 this way)."""
+    import ctypes
+    import signal
+
+    from kafkamc.checker.watch import Stopped, termination_signals
+
+    class SignalledArg:
+        @classmethod
+        def from_param(cls, value):
+            signal.raise_signal(signal.SIGTERM)
+            return ctypes.c_int(value)
+
+    c_abs = ctypes.CDLL(None).abs
+    c_abs.argtypes = [SignalledArg]
+    x = SymInt(z3.Int("x"))
+    with termination_signals():
+        with pytest.raises(Stopped):
+            _paths(lambda: c_abs(1) if x > 0 else 0)
+
+
 def test_python_floor_division_semantics():
     x = SymInt(z3.Int("x"))
     outs = _paths(lambda: bool((x // 2 == -2) and (x % 2 == 1)), z3.Int("x") == -3)

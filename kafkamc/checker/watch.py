@@ -26,7 +26,7 @@ from kafkamc.checker.resources import format_size, pss, rss
 from kafkamc.result import CheckResult, LevelStats
 
 __all__ = [
-    "Stopped", "stop_reason", "termination_signals", "Watch", "PROGRESS_EVERY", "INTERRUPTED", "TERMINATED",
+    "Stopped", "stop_reason", "raise_pending_stop", "termination_signals", "Watch", "PROGRESS_EVERY", "INTERRUPTED", "TERMINATED",
     "MAX_MEMORY",
 ]
 
@@ -63,6 +63,16 @@ def stop_reason(exc: BaseException) -> str:
     """The incomplete run's reason for ``exc``; whoever asks has taken the stop."""
     _unhonoured.clear()
     return exc.reason if isinstance(exc, Stopped) else INTERRUPTED
+
+
+def raise_pending_stop(exc: BaseException) -> None:
+    """Raise the stop a signal handler raised, if ``exc`` may be hiding it.
+
+    Z3 is called through ctypes, and a handler that fires while ctypes converts an argument has
+    its exception wrapped in ``ctypes.ArgumentError``: an ``except Exception`` would then take
+    the end of the run for a spec that raised. Every such handler calls this first."""
+    if _unhonoured:
+        raise _unhonoured[0] from exc
 
 
 @contextlib.contextmanager

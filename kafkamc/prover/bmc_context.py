@@ -28,7 +28,7 @@ import z3
 
 from kafkamc.checker.symbolic import Budget, Explorer, PathLimit, SolverUnknown, SymBool, SymInt, concretize, guarded
 from kafkamc.checker.symbolic.values import as_arith, fast_and, fast_not, fast_or
-from kafkamc.checker.watch import stop_reason
+from kafkamc.checker.watch import raise_pending_stop, stop_reason
 from kafkamc.errors import KafkamcError, SoundnessError, SymbolicUnsupported
 from kafkamc.invariants.api import Property
 from kafkamc.prover import witness
@@ -333,7 +333,8 @@ class _Unroller:
                                 found.append((ex.path_condition(), post))
                     except KafkamcError:
                         raise
-                    except Exception:
+                    except Exception as exc:
+                        raise_pending_stop(exc)
                         # The path is feasible in the unrolling: a reachable state raises here,
                         # which is found again concretely and reported as check reports it.
                         if ex.fatal is not None:

@@ -37,6 +37,7 @@ import z3
 from kafkamc.checker.symbolic import SymBool, SymInt, SymSet
 from kafkamc.checker.symbolic.context import current
 from kafkamc.checker.symbolic.values import as_bool, fast_and, fast_not, fast_or
+from kafkamc.checker.watch import raise_pending_stop
 from kafkamc.errors import KafkamcError
 
 __all__ = ["branch_free"]
@@ -72,7 +73,8 @@ def _evaluated(thunk: Callable[[], Any], parts: list[z3.BoolRef], reached: Calla
         return True, thunk()
     except KafkamcError:
         raise
-    except Exception:
+    except Exception as exc:
+        raise_pending_stop(exc)
         if parts and not current().decide(reached(parts)):
             return False, masked
         raise

@@ -25,6 +25,7 @@ from kafkamc.checker.symbolic.context import current, unsupported
 from kafkamc.checker.symbolic.sets import as_members
 from kafkamc.checker.symbolic.state import equal
 from kafkamc.checker.symbolic.values import _Opaque, as_arith, as_bool, fast_and, fast_not, fast_or
+from kafkamc.checker.watch import raise_pending_stop
 from kafkamc.errors import KafkamcError
 
 __all__ = ["UNBOUND", "Label", "Split", "Guarded", "region", "test", "enter_side", "leave_side", "drop_side", "run_side", "ite", "merge", "ifexp", "and_", "or_", "not_", "in_", "eq",
@@ -127,6 +128,7 @@ def run_side(split: Split, side: bool, body: Callable[[], Any]) -> Any:
     try:
         value = body()
     except Exception as exc:
+        raise_pending_stop(exc)
         drop_side(split, side, exc)
         return UNBOUND
     leave_side(split)

@@ -26,6 +26,7 @@ import z3
 from kafkamc.checker.symbolic import Budget, Explorer, SolverUnknown, SymBool, SymInt, guarded
 from kafkamc.checker.symbolic.context import current
 from kafkamc.checker.symbolic.values import fast_and, fast_or, fast_simplify
+from kafkamc.checker.watch import raise_pending_stop
 from kafkamc.errors import KafkamcError, SymbolicUnsupported
 from kafkamc.invariants.api import Property
 from kafkamc.prover.layout import Layout, Shape
@@ -163,7 +164,8 @@ def _explore(p: Any, act: Any, tmpl: Any, solver: z3.Solver, budget: Budget, fix
                         found.append((act.name, fast_and([at, ex.path_condition()] + extra), post))
             except KafkamcError:
                 raise
-            except Exception:
+            except Exception as exc:
+                raise_pending_stop(exc)
                 # A domain state raises here; whether a reachable one does is asked of the unrolling.
                 if ex.fatal is not None:
                     raise ex.fatal from None
@@ -304,7 +306,8 @@ def catching(fn: Any, raised: list[z3.BoolRef]) -> Any:
             return fn(*args)
         except KafkamcError:
             raise
-        except Exception:
+        except Exception as exc:
+            raise_pending_stop(exc)
             ex = current()
             if ex.fatal is not None:
                 raise ex.fatal from None

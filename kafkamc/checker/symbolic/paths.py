@@ -25,6 +25,7 @@ from kafkamc.checker.symbolic.context import activate, unsupported
 from kafkamc.checker.symbolic.values import (
     SymInt, as_bool, ast_id, bool_value, fast_and, fast_not, fast_or, fast_simplify,
 )
+from kafkamc.checker.watch import raise_pending_stop
 from kafkamc.errors import KafkamcError, SymbolicUnsupported
 
 __all__ = ["Explorer", "Budget", "PathLimit", "SolverUnknown", "truth"]
@@ -319,7 +320,8 @@ class Explorer:
                                 items.append((inner.path_condition(), item))
                     except KafkamcError:
                         raise
-                    except Exception:
+                    except Exception as exc:
+                        raise_pending_stop(exc)
                         if inner.fatal is not None:
                             raise inner.fatal from None
                         failed.append(inner.path_condition())
@@ -425,6 +427,7 @@ class Explorer:
                     except (SolverUnknown, PathLimit, KafkamcError):
                         raise
                     except Exception as exc:
+                        raise_pending_stop(exc)
                         if self.fatal is not None:
                             raise self.fatal from None
                         if self.prune or self._check() is not None:
