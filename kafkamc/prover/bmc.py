@@ -37,23 +37,27 @@ from kafkamc.errors import SoundnessError, SymbolicUnsupported, UsageError
 from kafkamc.invariants.api import Property
 from kafkamc.prover.bmc_context import bmc_in_context
 from kafkamc.prover.layout import Layout
+from kafkamc.prover.ranges import Ranges, ranges
 from kafkamc.prover.relation import ShapeRelation, relate
 from kafkamc.prover.witness import concrete_path, confirmed, incomplete, raised
 from kafkamc.result import CheckResult
 from kafkamc.spec.api import Spec
 from kafkamc.spec.domain import contains
 
-__all__ = ["bmc", "DEFAULT_MAX_PATHS", "ENCODINGS"]
+__all__ = ["bmc", "DEFAULT_MAX_PATHS", "ENCODINGS", "SOLVERS"]
 
 DEFAULT_MAX_PATHS = 2_000_000
 ENCODINGS = ("classical", "context")
+SOLVERS = ("fd", "lia")
 
 
 class _Unrolling:
     """The generic step formulas (over ``x``, ``y`` and the move selector) and their copies per depth."""
 
-    def __init__(self, spec: Spec, props: tuple[Property, ...], budget: Budget, shapes: Any = None) -> None:
+    def __init__(self, spec: Spec, props: tuple[Property, ...], budget: Budget, shapes: Any = None,
+                 solver: str = "fd") -> None:
         self.spec, self.props, self.budget = spec, props, budget
+        self.logic = "QF_LIA"  # QF_FD once ``init`` has found a range for every int
         dom_of = type(spec).domain
         if dom_of is None:
             raise SymbolicUnsupported(f"bmc: {spec.name} declares no domain(p) (TypeOK), which fixes the "
@@ -64,6 +68,8 @@ class _Unrolling:
         self.relation_cpu = round(time.process_time() - started, 1)
         self.moves = [m for rel in self.rels for m in rel.moves]
         self.unrolled: list[z3.BoolRef] = []  # the initial states and the steps added so far
+        self.wanted = solver
+        self.ranges: Ranges | None = None
         self._generic()
 
     def _generic(self) -> None:
@@ -123,19 +129,32 @@ class _Unrolling:
     def init(self) -> None:
         lay = self.layout
         options = []
+        initial = []
         for state in self.spec.initial():
             m = lay.match(state)
             if not z3.is_true(z3.simplify(m.inside)):
                 raise SymbolicUnsupported(f"bmc: an initial state of {self.spec.name} is outside its domain(p): {state!r}")
+            initial.append(m.terms)
             options.append(fast_and([lay.var("#" + s, "s0") == k for s, k in m.choices.items()]
                                     + [lay.var(key, "s0") == t for key, t in m.terms.items()]))
         self.unrolled.append(fast_or(options))
+        if self.wanted == "fd":
+            self.ranges = ranges(self.layout, self.moves, initial)
+        if self.ranges is not None:
+            self.logic = "QF_FD"
+            self.unrolled.append(self.ranges.at(0, "s0"))
+
+    def step(self, k: int) -> None:
+        """Add step k (depth k to k+1) to the unrolling, with depth k+1's ranges under QF_FD."""
+        self.unrolled.append(self.at(self.step_formula, k))
+        if self.ranges is not None:
+            self.unrolled.append(self.ranges.at(k + 1, f"s{k + 1}"))
 
     def ask(self, formula: z3.BoolRef) -> Any:
         """A model of the unrolling so far and ``formula``, or None. A fresh solver per question:
         Z3's QF_LIA preprocessing runs only on a non-incremental solver, and on the controller's
         unrolling it answered 5 to 8 times faster than one incremental solver (push/pop)."""
-        solver = z3.SolverFor("QF_LIA")
+        solver = z3.SolverFor(self.logic)
         solver.set("timeout", self.budget.remaining_ms())
         started = time.perf_counter()
         try:
@@ -171,12 +190,13 @@ def _substitute(formula: z3.BoolRef, pairs: list[tuple[z3.ExprRef, z3.ExprRef]])
 
 def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: float = 3600.0,
         max_paths: int = DEFAULT_MAX_PATHS, progress: Any = None, encoding: str = "classical",
-        shapes: Any = None) -> CheckResult:
+        shapes: Any = None, solver: str = "fd") -> CheckResult:
     """A shortest violation of ``invariants`` within ``depth`` steps, or an incomplete result
     (reason ``max-depth``, or why it stopped earlier) saying none exists up to the depth reached.
     ``encoding``: "classical" (this module) or "context" (``bmc_context.py``, the earlier one).
     ``progress(k, unrolling)`` after each depth, ``shapes(relation, total)`` after each shape's
-    relation is made."""
+    relation is made. ``solver``: "fd" (bit-blasted, when every int has a range: ``ranges.py``) or
+    "lia" (Z3's QF_LIA on the same formulas)."""
     props = tuple(invariants)
     if not props:
         raise UsageError("bmc needs at least one invariant (-i NAME)")
@@ -187,6 +207,8 @@ def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: floa
         raise UsageError(f"--depth {depth}: allowed: a non-negative integer")
     if encoding not in ENCODINGS:
         raise UsageError(f"--encoding {encoding}: allowed: {', '.join(ENCODINGS)}")
+    if solver not in SOLVERS:
+        raise UsageError(f"solver {solver}: allowed: {', '.join(SOLVERS)}")
     if encoding == "context":
         return bmc_in_context(spec, props, depth, timeout=timeout, max_paths=max_paths)
     started = time.perf_counter()
@@ -196,7 +218,7 @@ def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: floa
     un: _Unrolling | None = None
     reached = -1
     try:
-        un = _Unrolling(spec, props, budget, shapes)
+        un = _Unrolling(spec, props, budget, shapes, solver)
         un.init()
         for k in range(depth + 1):
             bad = un.at(un.bad_formula, k)
@@ -218,7 +240,7 @@ def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: floa
                 progress(k, un)
             if k == depth:
                 break
-            un.unrolled.append(un.at(un.step_formula, k))
+            un.step(k)
     except (SolverUnknown, PathLimit) as exc:
         why = "the time limit was reached" if time.monotonic() >= budget.deadline else f"solver: {exc}"
         return incomplete(spec, props, started, reached, "max-depth", why, _stats(un, budget))
@@ -243,6 +265,6 @@ def _error(spec: Spec, props: tuple[Property, ...], states: list[Any], un: _Unro
 
 
 def _stats(un: _Unrolling | None, budget: Budget) -> dict[str, Any]:
-    return {"checker": "bmc", "encoding": "classical", "shapes": len(un.layout.shapes) if un is not None else 0,
+    return {"checker": "bmc", "encoding": "classical", "logic": un.logic if un is not None else None, "shapes": len(un.layout.shapes) if un is not None else 0,
             "transitions": len(un.moves) if un is not None else 0, "paths": budget.paths,
             "solver_checks": budget.checks, "relation_cpu": un.relation_cpu if un is not None else None}
