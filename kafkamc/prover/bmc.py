@@ -70,6 +70,9 @@ class _Unrolling:
         self.unrolled: list[z3.BoolRef] = []  # the initial states and the steps added so far
         self.wanted = solver
         self.ranges: Ranges | None = None
+        self._solver: z3.Solver | None = None  # QF_FD: the one incremental solver
+        self._added = 0  # how many of ``unrolled`` it has
+        self._asked = 0
         self._generic()
 
     def _generic(self) -> None:
@@ -151,16 +154,33 @@ class _Unrolling:
             self.unrolled.append(self.ranges.at(k + 1, f"s{k + 1}"))
 
     def ask(self, formula: z3.BoolRef) -> Any:
-        """A model of the unrolling so far and ``formula``, or None. A fresh solver per question:
-        Z3's QF_LIA preprocessing runs only on a non-incremental solver, and on the controller's
-        unrolling it answered 5 to 8 times faster than one incremental solver (push/pop)."""
-        solver = z3.SolverFor(self.logic)
+        """A model of the unrolling so far and ``formula``, or None.
+
+        Under QF_FD one SAT solver for the whole run: the steps are added once, as the unrolling
+        grows, and each question is asked under an assumption of its own, so what the solver
+        learnt refuting depth k is kept for depth k+1 (on group's unrolling depth 7 took 18 s
+        CPU against 41 s with a fresh QF_FD solver per depth; docs/bmc.md). Under QF_LIA a fresh
+        solver per question: Z3's QF_LIA preprocessing runs only on a non-incremental solver, and
+        on the controller's unrolling it answered 5 to 8 times faster than one incremental one."""
+        if self.logic == "QF_FD":
+            if self._solver is None:
+                self._solver = z3.SolverFor("QF_FD")
+            solver = self._solver
+            solver.add(self.unrolled[self._added:])
+            self._added = len(self.unrolled)
+            self._asked += 1
+            question = z3.Bool(f"bmc!ask{self._asked}")
+            solver.add(z3.Implies(question, formula))
+            assumptions = [question]
+        else:
+            solver = z3.SolverFor(self.logic)
+            solver.add(self.unrolled)
+            solver.add(formula)
+            assumptions = []
         solver.set("timeout", self.budget.remaining_ms())
         started = time.perf_counter()
         try:
-            solver.add(self.unrolled)
-            solver.add(formula)
-            verdict = solver.check()
+            verdict = solver.check(*assumptions)
             self.budget.checks += 1
             if verdict == z3.unknown:
                 raise SolverUnknown(solver.reason_unknown())
