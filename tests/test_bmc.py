@@ -463,3 +463,19 @@ def test_bit_blasted_and_lia_unrollings_answer_alike_at_every_depth(writes, cap,
     bfs = explore(spec, props) if which != "narrow" else None
     if bfs is not None and bfs.result == "violation" and len(bfs.trace) - 1 <= depth:
         assert answers[0][0] == "violation" and answers[0][3] == len(bfs.trace)
+
+
+_slow = pytest.mark.skipif(not os.environ.get("KAFKAMC_SLOW_TESTS"), reason="slow: set KAFKAMC_SLOW_TESTS=1")
+
+
+@_slow
+def test_controller_three_brokers_bit_blasted_as_breadth_first_check_finds_it():
+    """About a minute of CPU: the relation of 21 shapes, then depths 0 to 7 under QF_FD, whose open
+    ZooKeeper versions get their ranges from the moves."""
+    from kafkamc.spec.controller import Controller
+
+    spec = Controller(fencing="none")
+    props = [spec.property_named("no-stale-request-applied")]
+    result = bmc(spec, props, 7)
+    assert result.extra["logic"] == "QF_FD"
+    assert result.result == "violation" and len(result.trace) == len(explore(spec, props).trace) == 8
