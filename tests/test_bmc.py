@@ -479,3 +479,25 @@ def test_controller_three_brokers_bit_blasted_as_breadth_first_check_finds_it():
     result = bmc(spec, props, 7)
     assert result.extra["logic"] == "QF_FD"
     assert result.result == "violation" and len(result.trace) == len(explore(spec, props).trace) == 8
+
+
+@settings(max_examples=20, deadline=None)
+@given(lo=st.integers(0, 6), cuts=st.lists(st.tuples(st.integers(-2, 9), st.integers(-2, 9)), min_size=2, max_size=12))
+def test_a_shapes_formula_keeps_exactly_its_satisfiable_disjuncts(lo, cuts):
+    import time as _time
+
+    import z3
+
+    from kafkamc.checker.symbolic import Budget
+    from kafkamc.prover.feasible import feasible
+
+    x, y = z3.Ints("fx fy")
+    base = z3.And(x >= lo, x <= lo + 2, y >= 0, y <= 3)
+    formula = z3.Or([z3.And(x == a, y == b) for a, b in cuts])
+    got = feasible(base, formula, Budget(deadline=_time.monotonic() + 60, max_paths=10))
+    kept = got.children() if z3.is_or(got) else [] if z3.is_false(got) else [got]
+    # The same formula on the base's states, and no disjunct kept that no state of it meets.
+    s = z3.Solver()
+    s.add(base, got != formula)
+    assert s.check() == z3.unsat
+    assert all(lo <= a <= lo + 2 and 0 <= b <= 3 for k in kept for a, b in [(k.arg(0).arg(1).as_long(), k.arg(1).arg(1).as_long())])

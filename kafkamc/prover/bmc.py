@@ -10,10 +10,12 @@ is a *move* (path condition, the variables it assigns). The relation of a step i
                   move i's path condition holds, and y = move i's assignments
     y_v = x_v  unless the move assigns v          (the frame)
 
-with one bit-vector ``path`` per step (exactly one move). Unrolled with a fresh copy of the vector
-per depth, one incremental solver is asked at depths 0, 1, 2, ... whether a state violating an
-invariant is reachable: the first depth where one is gives a shortest counterexample, of the
-breadth-first length. "None within K steps" is a statement about every path of at most K steps.
+with one bool per move and step (exactly one picked). Unrolled with a fresh copy of the vector per
+depth, the solver is asked at depths 0, 1, 2, ... whether a state violating an invariant is
+reachable: the first depth where one is gives a shortest counterexample, of the breadth-first
+length. "None within K steps" is a statement about every path of at most K steps. With a range
+for every int at every depth (``ranges.py``) the question is bit-blasted (Z3's QF_FD, one
+incremental SAT solver per run); otherwise it is QF_LIA, a fresh solver per question.
 
 Exactness: the domain bounds the relation's states, so at every depth the solver is also asked
 whether a reachable expanded state has a successor outside the domain, or makes a spec function
@@ -36,6 +38,7 @@ from kafkamc.checker.watch import stop_reason
 from kafkamc.errors import SoundnessError, SymbolicUnsupported, UsageError
 from kafkamc.invariants.api import Property
 from kafkamc.prover.bmc_context import bmc_in_context
+from kafkamc.prover.feasible import feasible
 from kafkamc.prover.layout import Layout
 from kafkamc.prover.ranges import Ranges, ranges
 from kafkamc.prover.relation import ShapeRelation, relate
@@ -102,7 +105,7 @@ class _Unrolling:
                 bad_each[j].append(fast_and([here, fast_not(f)]))
             raised_check.append(fast_and([here, rel.raised_check]))
             raised_action.append(fast_and([here, rel.expand, rel.raised_action]))
-            escapes.append(fast_and([here, rel.expand, rel.escapes]))
+            escapes.append(fast_and([here, rel.expand, feasible(fast_and([here, rel.expand]), rel.escapes, self.budget)]))
             enabled = fast_and([here, rel.expand])
             for m in rel.moves:
                 parts.append(z3.Implies(self.picks[i], fast_and([enabled, m.pc] + [y[k] == t for k, t in m.assigns])))
