@@ -410,6 +410,8 @@ def _levels(spec, depth):
 def test_an_open_ints_range_holds_every_value_reached_at_its_depth():
     import time as _time
 
+    import z3
+
     from kafkamc.checker.symbolic import Budget
     from kafkamc.prover.layout import Layout
     from kafkamc.prover.ranges import ranges
@@ -431,14 +433,8 @@ def test_an_open_ints_range_holds_every_value_reached_at_its_depth():
     from kafkamc.prover.relation import Move
 
     x = lay.variables
-    odd = Move(0, "odd", z3_true(), ((".version", x[".version"] % x[".writes"]),))
+    odd = Move(0, "odd", z3.BoolVal(True), ((".version", x[".version"] % x[".writes"]),))
     assert ranges(lay, [odd], [lay.match(s).terms for s in spec.initial()]) is None
-
-
-def z3_true():
-    import z3
-
-    return z3.BoolVal(True)
 
 
 @settings(max_examples=14, deadline=None)
