@@ -34,7 +34,7 @@ from kafkamc.prover.merge import Guarded
 from kafkamc.prover.predicated import predicated
 from kafkamc.spec.api import Spec
 
-__all__ = ["Move", "ShapeRelation", "catching", "relate"]
+__all__ = ["Move", "ShapeRelation", "catching", "relate", "relate_shape"]
 
 # Most states of a shape run one by one when an action's code needs concrete values.
 _MAX_VALUATIONS = 256
@@ -74,14 +74,15 @@ def relate(spec: Spec, props: Sequence[Property], layout: Layout, budget: Budget
     written, forking at every condition; the same relation, tests compare the two)."""
     out = []
     for shape in layout.shapes:
-        out.append(_one(spec, props, layout, shape, budget, branch_free))
+        out.append(relate_shape(spec, props, layout, shape, budget, branch_free))
         if progress is not None:
             progress(out[-1], len(layout.shapes))
     return out
 
 
-def _one(spec: Spec, props: Sequence[Property], layout: Layout, shape: Shape, budget: Budget,
-         branch_free: bool) -> ShapeRelation:
+def relate_shape(spec: Spec, props: Sequence[Property], layout: Layout, shape: Shape, budget: Budget,
+                 branch_free: bool = True) -> ShapeRelation:
+    """The relation of one shape, made with its own solver: it depends on no other shape."""
     started = time.process_time()
     p = spec.p
     tmpl, facts_list = layout.template(shape, "x")
