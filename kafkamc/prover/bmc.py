@@ -37,7 +37,8 @@ from kafkamc.errors import SoundnessError, SymbolicUnsupported, UsageError
 from kafkamc.invariants.api import Property
 from kafkamc.prover.bmc_context import bmc_in_context
 from kafkamc.prover.layout import Layout
-from kafkamc.prover.relation import ShapeRelation, relate
+from kafkamc.prover.relation import ShapeRelation
+from kafkamc.prover.relation_pool import cpu_seconds, relate_on_workers
 from kafkamc.prover.witness import concrete_path, confirmed, incomplete, raised
 from kafkamc.result import CheckResult
 from kafkamc.spec.api import Spec
@@ -52,16 +53,17 @@ ENCODINGS = ("classical", "context")
 class _Unrolling:
     """The generic step formulas (over ``x``, ``y`` and the move selector) and their copies per depth."""
 
-    def __init__(self, spec: Spec, props: tuple[Property, ...], budget: Budget, shapes: Any = None) -> None:
+    def __init__(self, spec: Spec, props: tuple[Property, ...], budget: Budget, shapes: Any = None,
+                 workers: int = 1) -> None:
         self.spec, self.props, self.budget = spec, props, budget
         dom_of = type(spec).domain
         if dom_of is None:
             raise SymbolicUnsupported(f"bmc: {spec.name} declares no domain(p) (TypeOK), which fixes the "
                                       "variables of the encoding")
         self.layout = Layout(dom_of(spec.p))
-        started = time.process_time()
-        self.rels: list[ShapeRelation] = relate(spec, props, self.layout, budget, shapes)
-        self.relation_cpu = round(time.process_time() - started, 1)
+        started = cpu_seconds()
+        self.rels: list[ShapeRelation] = relate_on_workers(spec, props, self.layout, budget, shapes, workers=workers)
+        self.relation_cpu = round(cpu_seconds() - started, 1)
         self.moves = [m for rel in self.rels for m in rel.moves]
         self.unrolled: list[z3.BoolRef] = []  # the initial states and the steps added so far
         self._generic()
@@ -171,12 +173,12 @@ def _substitute(formula: z3.BoolRef, pairs: list[tuple[z3.ExprRef, z3.ExprRef]])
 
 def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: float = 3600.0,
         max_paths: int = DEFAULT_MAX_PATHS, progress: Any = None, encoding: str = "classical",
-        shapes: Any = None) -> CheckResult:
+        shapes: Any = None, workers: int = 1) -> CheckResult:
     """A shortest violation of ``invariants`` within ``depth`` steps, or an incomplete result
     (reason ``max-depth``, or why it stopped earlier) saying none exists up to the depth reached.
     ``encoding``: "classical" (this module) or "context" (``bmc_context.py``, the earlier one).
     ``progress(k, unrolling)`` after each depth, ``shapes(relation, total)`` after each shape's
-    relation is made."""
+    relation is made; ``workers`` processes make the shapes' relations (the same relation)."""
     props = tuple(invariants)
     if not props:
         raise UsageError("bmc needs at least one invariant (-i NAME)")
@@ -196,7 +198,7 @@ def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: floa
     un: _Unrolling | None = None
     reached = -1
     try:
-        un = _Unrolling(spec, props, budget, shapes)
+        un = _Unrolling(spec, props, budget, shapes, workers)
         un.init()
         for k in range(depth + 1):
             bad = un.at(un.bad_formula, k)
