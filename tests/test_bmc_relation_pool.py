@@ -17,6 +17,7 @@ from kafkamc.prover.bmc import bmc
 from kafkamc.prover.layout import Layout, Shape
 from kafkamc.prover.relation import Move, ShapeRelation, relate
 from kafkamc.prover.relation_pool import relate_on_workers
+from kafkamc.prover.relation_reach import relate_within
 from kafkamc.prover.relation_wire import decode, encode
 from kafkamc.spec.registry import build_spec
 
@@ -33,7 +34,7 @@ def _equivalent(a: z3.ExprRef, b: z3.ExprRef) -> bool:
 def _same(serial: list[ShapeRelation], pooled: list[ShapeRelation]) -> None:
     assert [r.shape for r in pooled] == [r.shape for r in serial]
     for a, b in zip(serial, pooled):
-        assert b.paths == a.paths
+        assert b.paths == a.paths and b.targets == a.targets
         for fa, fb in zip((a.facts, *a.props, a.expand, a.raised_check, a.raised_action, a.escapes),
                           (b.facts, *b.props, b.expand, b.raised_check, b.raised_action, b.escapes)):
             assert _equivalent(fa, fb), a.shape
@@ -75,10 +76,10 @@ def test_the_wire_keeps_terms_that_print_differently():
     moves = (Move(0, "a", z3.And(x >= -1, b), (("#.s", z3.IntVal(2)), (".flag", z3.Not(b)), (".n", x - 1))),
              Move(0, "b/c", z3.BoolVal(True), ((".n", z3.IntVal(-1)),)))
     rel = ShapeRelation(Shape(0, (("s", 1),)), x >= -3, (x != -2,), z3.BoolVal(True), z3.BoolVal(False),
-                        z3.BoolVal(False), x < -3, moves, 7, 0.5)
+                        z3.BoolVal(False), x < -3, moves, 7, 0.5, (0, 3))
     back = decode(encode(rel))
     _same([rel], [back])
-    assert back.moves[1].action == "b/c" and back.cpu == 0.5
+    assert back.moves[1].action == "b/c" and back.cpu == 0.5 and back.targets == (0, 3)
 
 
 def test_bmc_answers_the_same_on_workers():
@@ -100,3 +101,34 @@ def test_bmc_answers_the_same_on_workers():
     layout = Layout(type(spec).domain(spec.p))
     with pytest.raises(PathLimit):
         relate_on_workers(spec, props, layout, Budget(deadline=time.monotonic() + 60, max_paths=3), workers=2)
+
+
+def _shapes_within(spec, layout: Layout, depth: int) -> set[int]:
+    """The shapes of the states a breadth-first search reaches in at most ``depth`` steps."""
+    level = list(spec.initial())
+    seen = {layout.shape_with(layout.match(s).choices).index for s in level}
+    for _ in range(depth):
+        level = [nxt for s in level for _act, _label, nxt in spec.successors(s)]
+        seen |= {layout.shape_with(layout.match(s).choices).index for s in level}
+    return seen
+
+
+@pytest.mark.parametrize("spec, depth", [
+    (Pairs(), 0), (Pairs(), 1), (Pairs(), 2), (Pairs(), 5),
+    # Its initial shape goes to 4 of the 9 in one step (half a minute on a loaded 2-core host).
+    pytest.param(build_spec("controller", ["fencing=none", "brokers=2"]), 1, marks=slow),
+])
+def test_the_pruned_relation_is_the_relation_of_the_shapes_within_the_depth(spec, depth):
+    layout = Layout(type(spec).domain(spec.p))
+    props = list(spec.properties())[:1]
+    pruned = relate_within(spec, props, layout, Budget(deadline=time.monotonic() + 600, max_paths=10**6), depth,
+                           workers=2 if depth == 2 else 1)
+    built = [r.shape.index for r in pruned]
+    assert built == sorted(built) and _shapes_within(spec, layout, depth) <= set(built)
+    full = relate(spec, props, layout, Budget(deadline=time.monotonic() + 600, max_paths=10**6),
+                  only=[layout.shapes[i] for i in built])
+    _same(full, pruned)
+    if isinstance(spec, Pairs):
+        # The log grows by one record a step: a log longer than the depth is never built.
+        assert built == [s.index for s in layout.shapes if dict(s.choices)[".log: length"] <= depth]
+        assert bmc(spec, [spec.property_named("bmc-log-short")], depth).extra["shapes_built"] == len(built)

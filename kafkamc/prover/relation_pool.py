@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 from kafkamc.checker.symbolic import Budget, PathLimit, SolverUnknown
 from kafkamc.errors import KafkamcError
 from kafkamc.invariants.api import Property
-from kafkamc.prover.layout import Layout
+from kafkamc.prover.layout import Layout, Shape
 from kafkamc.prover.prove import _worker_signals
 from kafkamc.prover.relation import ShapeRelation, relate, relate_shape
 from kafkamc.prover.relation_wire import decode, encode
@@ -40,17 +40,19 @@ _PASSED_ON = (KafkamcError, SolverUnknown, PathLimit)
 
 def relate_on_workers(spec: Spec, props: Sequence[Property], layout: Layout, budget: Budget,
                       progress: Callable[[ShapeRelation, int], None] | None = None, *, workers: int = 1,
-                      branch_free: bool = True) -> list[ShapeRelation]:
-    """``relation.relate`` with the shapes made on ``workers`` forked processes (1: in process)."""
-    workers = min(workers, len(layout.shapes))
+                      branch_free: bool = True, only: Sequence[Shape] | None = None) -> list[ShapeRelation]:
+    """``relation.relate`` with the shapes made on ``workers`` forked processes (1: in process);
+    ``only``: those shapes (default every one), in the order given."""
+    shapes = list(layout.shapes if only is None else only)
+    workers = min(workers, len(shapes))
     if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
-        return relate(spec, props, layout, budget, progress, branch_free=branch_free)
+        return relate(spec, props, layout, budget, progress, branch_free=branch_free, only=shapes)
     global _WORK
     _WORK = (spec, tuple(props), layout, budget, branch_free)
     out: list[ShapeRelation] = []
     try:
         with multiprocessing.get_context("fork").Pool(workers, initializer=_worker_signals) as pool:
-            for outcome in pool.imap(_made, range(len(layout.shapes)), chunksize=1):
+            for outcome in pool.imap(_made, shapes, chunksize=1):
                 out.append(_received(outcome, budget))
                 if progress is not None:
                     progress(out[-1], len(layout.shapes))
@@ -59,12 +61,12 @@ def relate_on_workers(spec: Spec, props: Sequence[Property], layout: Layout, bud
     return out
 
 
-def _made(index: int) -> tuple[Any, ...]:
-    """In a worker: shape ``index``'s relation as text, with the budget's counts it spent."""
+def _made(shape: Shape) -> tuple[Any, ...]:
+    """In a worker: ``shape``'s relation as text, with the budget's counts it spent."""
     spec, props, layout, parent, branch_free = _WORK  # type: ignore[misc]
     budget = Budget(deadline=parent.deadline, max_paths=parent.max_paths, max_values=parent.max_values)
     try:
-        rel = relate_shape(spec, props, layout, layout.shapes[index], budget, branch_free)
+        rel = relate_shape(spec, props, layout, shape, budget, branch_free)
     except _PASSED_ON as exc:
         return ("raised", type(exc), str(exc))
     return ("made", encode(rel), budget.checks, budget.solver_seconds)

@@ -40,6 +40,7 @@ class WireRelation:
     text: str
     paths: int
     cpu: float
+    targets: tuple[int, ...]
 
 
 def encode(rel: ShapeRelation) -> WireRelation:
@@ -53,7 +54,7 @@ def encode(rel: ShapeRelation) -> WireRelation:
     for i, item in enumerate(items):
         solver.add(z3.Const(f"{_SLOT}{i}", item.sort()) == item)
     moves = tuple((m.action, tuple(key for key, _term in m.assigns)) for m in rel.moves)
-    return WireRelation(rel.shape, len(rel.props), moves, solver.to_smt2(), rel.paths, rel.cpu)
+    return WireRelation(rel.shape, len(rel.props), moves, solver.to_smt2(), rel.paths, rel.cpu, rel.targets)
 
 
 def decode(wire: WireRelation) -> ShapeRelation:
@@ -72,7 +73,7 @@ def decode(wire: WireRelation) -> ShapeRelation:
         pc = next(at)
         moves.append(Move(wire.shape.index, action, pc, tuple((key, next(at)) for key in keys)))
     return ShapeRelation(wire.shape, facts, props, expand, raised_check, raised_action, escapes, tuple(moves),
-                         wire.paths, wire.cpu)
+                         wire.paths, wire.cpu, wire.targets)
 
 
 def _item(i: int, read: z3.BoolRef, wire: WireRelation) -> z3.ExprRef:
