@@ -39,6 +39,7 @@ from kafkamc.prover.bmc_context import bmc_in_context
 from kafkamc.prover.layout import Layout
 from kafkamc.prover.relation import ShapeRelation
 from kafkamc.prover.relation_pool import cpu_seconds, relate_on_workers
+from kafkamc.prover.relation_reach import relate_within
 from kafkamc.prover.witness import concrete_path, confirmed, incomplete, raised
 from kafkamc.result import CheckResult
 from kafkamc.spec.api import Spec
@@ -54,7 +55,7 @@ class _Unrolling:
     """The generic step formulas (over ``x``, ``y`` and the move selector) and their copies per depth."""
 
     def __init__(self, spec: Spec, props: tuple[Property, ...], budget: Budget, shapes: Any = None,
-                 workers: int = 1) -> None:
+                 workers: int = 1, depth: int | None = None) -> None:
         self.spec, self.props, self.budget = spec, props, budget
         dom_of = type(spec).domain
         if dom_of is None:
@@ -62,7 +63,10 @@ class _Unrolling:
                                       "variables of the encoding")
         self.layout = Layout(dom_of(spec.p))
         started = cpu_seconds()
-        self.rels: list[ShapeRelation] = relate_on_workers(spec, props, self.layout, budget, shapes, workers=workers)
+        # Only the shapes within ``depth`` steps of an initial one (relation_reach.py); None: all.
+        self.rels: list[ShapeRelation] = (
+            relate_on_workers(spec, props, self.layout, budget, shapes, workers=workers) if depth is None
+            else relate_within(spec, props, self.layout, budget, depth, shapes, workers=workers))
         self.relation_cpu = round(cpu_seconds() - started, 1)
         self.moves = [m for rel in self.rels for m in rel.moves]
         self.unrolled: list[z3.BoolRef] = []  # the initial states and the steps added so far
@@ -198,7 +202,7 @@ def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: floa
     un: _Unrolling | None = None
     reached = -1
     try:
-        un = _Unrolling(spec, props, budget, shapes, workers)
+        un = _Unrolling(spec, props, budget, shapes, workers, depth)
         un.init()
         for k in range(depth + 1):
             bad = un.at(un.bad_formula, k)
@@ -246,5 +250,6 @@ def _error(spec: Spec, props: tuple[Property, ...], states: list[Any], un: _Unro
 
 def _stats(un: _Unrolling | None, budget: Budget) -> dict[str, Any]:
     return {"checker": "bmc", "encoding": "classical", "shapes": len(un.layout.shapes) if un is not None else 0,
+            "shapes_built": len(un.rels) if un is not None else 0,
             "transitions": len(un.moves) if un is not None else 0, "paths": budget.paths,
             "solver_checks": budget.checks, "relation_cpu": un.relation_cpu if un is not None else None}
