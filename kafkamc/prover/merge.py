@@ -28,7 +28,7 @@ from kafkamc.checker.symbolic.values import _Opaque, as_arith, as_bool, fast_and
 from kafkamc.checker.watch import raise_pending_stop
 from kafkamc.errors import KafkamcError
 
-__all__ = ["UNBOUND", "Label", "Split", "Guarded", "region", "test", "enter_side", "leave_side", "drop_side", "run_side", "ite", "merge", "ifexp", "and_", "or_", "not_", "in_", "eq",
+__all__ = ["UNBOUND", "Label", "Split", "Guarded", "region", "test", "enter_side", "leave_side", "drop_side", "run_side", "ite", "merge", "ifexp", "and_", "or_", "and_t", "or_t", "not_", "in_", "eq",
            "ne", "len_", "any_", "all_", "members", "truth_of"]
 
 
@@ -273,6 +273,21 @@ def and_(first: Any, *rest: Callable[[], Any]) -> Any:
 
 def or_(first: Any, *rest: Callable[[], Any]) -> Any:
     return _chain(first, rest, True)
+
+
+def _truth(value: Any) -> Any:
+    t = truth_of(value)
+    return t if isinstance(t, bool) else SymBool(t)
+
+
+def and_t(first: Any, *rest: Callable[[], Any]) -> Any:
+    """``bool(a and b and ...)``: an ``and`` whose value is only tested (an ``if``'s condition)."""
+    return _chain(_truth(first), tuple(lambda th=th: _truth(th()) for th in rest), False)
+
+
+def or_t(first: Any, *rest: Callable[[], Any]) -> Any:
+    """``bool(a or b or ...)``: an ``or`` whose value is only tested."""
+    return _chain(_truth(first), tuple(lambda th=th: _truth(th()) for th in rest), True)
 
 
 def not_(value: Any) -> Any:
