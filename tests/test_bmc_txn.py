@@ -7,6 +7,7 @@ forking executor by Z3, and one path per shape where the action has no fork left
 from __future__ import annotations
 
 import ast
+import itertools
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ import z3
 
 from kafkamc import Spec, action, invariant
 from kafkamc.checker.local import explore
-from kafkamc.checker.symbolic import Budget
+from kafkamc.checker.symbolic import Budget, SymBool, SymInt
 from kafkamc.prover.layout import Layout
 from kafkamc.prover.liveness import live_after, loop_head
 from kafkamc.prover.predicated import predicated
@@ -133,3 +134,33 @@ def test_liveness_over_approximates_loops_and_kills_on_assignment():
     loop = ast.parse("for i in r:\n    z = i\n    print(z)\n").body[0]
     assert "z" not in loop_head(loop, loop.body, frozenset())
 
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Req:
+    kind: int
+    seq: int
+    flag: bool
+
+
+def _value(v, valuation):
+    if isinstance(v, (SymInt, SymBool)):
+        t = z3.simplify(z3.substitute(v.z, *valuation))
+        return z3.is_true(t) if z3.is_bool(t) else t.as_long()
+    return v
+
+
+def test_sorted_of_symbolic_records_is_pythons_sorted_on_every_valuation():
+    from kafkamc.prover.merge import sorted_
+
+    ks = [z3.Int(f"k{i}") for i in range(3)]
+    qs = [z3.Int(f"q{i}") for i in range(3)]
+    fs = [z3.Bool(f"f{i}") for i in range(3)]
+    items = [Req(SymInt(k), SymInt(q), SymBool(f)) for k, q, f in zip(ks, qs, fs)] + [Req(1, 0, False)]
+    got = sorted_(items)
+    for bits in itertools.product((0, 1), repeat=9):
+        valuation = [(v, z3.IntVal(x)) for v, x in zip(ks + qs, bits[:6])] + [
+            (f, z3.BoolVal(bool(x))) for f, x in zip(fs, bits[6:])]
+        concrete = [Req(_value(r.kind, valuation), _value(r.seq, valuation), _value(r.flag, valuation)) for r in items]
+        assert [Req(_value(r.kind, valuation), _value(r.seq, valuation), _value(r.flag, valuation))
+                for r in got] == sorted(concrete), bits

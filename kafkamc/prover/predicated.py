@@ -591,8 +591,8 @@ class _Rewrite(ast.NodeTransformer):
     def visit_Call(self, node: ast.Call) -> ast.expr:
         node = self.generic_visit(node)
         f = node.func
-        if isinstance(f, ast.Name) and f.id in ("len", "any", "all") and len(node.args) == 1 and not node.keywords \
-                and f.id not in self.pure.ns:
+        if isinstance(f, ast.Name) and f.id in ("len", "any", "all", "sorted") and len(node.args) == 1 \
+                and not node.keywords and f.id not in self.pure.ns:
             return _call(_k(f.id + "_"), node.args[0])
         return node
 
