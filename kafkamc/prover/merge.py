@@ -23,13 +23,15 @@ import z3
 from kafkamc.checker.symbolic import SymBool, SymInt, SymSet
 from kafkamc.checker.symbolic.context import current, unsupported
 from kafkamc.checker.symbolic.sets import as_members
-from kafkamc.checker.symbolic.state import equal
-from kafkamc.checker.symbolic.values import _Opaque, as_arith, as_bool, fast_and, fast_not, fast_or
+from kafkamc.checker.symbolic.state import equal, int_terms, lex_le
+from kafkamc.checker.symbolic.values import _Opaque, as_arith, as_bool, bool_value, fast_and, fast_not, fast_or, fast_simplify
 from kafkamc.checker.watch import raise_pending_stop
 from kafkamc.errors import KafkamcError
 
-__all__ = ["UNBOUND", "Label", "Split", "Guarded", "region", "test", "enter_side", "leave_side", "drop_side", "run_side", "ite", "merge", "ifexp", "and_", "or_", "not_", "in_", "eq",
-           "ne", "len_", "any_", "all_", "members", "truth_of"]
+__all__ = ["UNBOUND", "Label", "Split", "Guarded", "region", "test", "enter_side", "leave_side", "drop_side", "run_side", "ite", "merge", "ifexp", "and_", "or_", "and_t", "or_t", "not_", "in_", "eq",
+           "ne", "len_", "any_", "all_", "sorted_", "members", "truth_of"]
+
+_MAX_SORTED = 6  # longest sequence sorted by compare-exchange (n(n-1)/2 joins); longer ones fork
 
 
 class UNBOUND:
@@ -275,6 +277,21 @@ def or_(first: Any, *rest: Callable[[], Any]) -> Any:
     return _chain(first, rest, True)
 
 
+def _truth(value: Any) -> Any:
+    t = truth_of(value)
+    return t if isinstance(t, bool) else SymBool(t)
+
+
+def and_t(first: Any, *rest: Callable[[], Any]) -> Any:
+    """``bool(a and b and ...)``: an ``and`` whose value is only tested (an ``if``'s condition)."""
+    return _chain(_truth(first), tuple(lambda th=th: _truth(th()) for th in rest), False)
+
+
+def or_t(first: Any, *rest: Callable[[], Any]) -> Any:
+    """``bool(a or b or ...)``: an ``or`` whose value is only tested."""
+    return _chain(_truth(first), tuple(lambda th=th: _truth(th()) for th in rest), True)
+
+
 def not_(value: Any) -> Any:
     t = truth_of(value)
     return (not t) if isinstance(t, bool) else SymBool(fast_not(t))
@@ -357,3 +374,42 @@ def members(items: Any) -> Iterator[tuple[Any, Any]]:
     else:
         for e in items:
             yield e, True
+
+
+def _order_signature(v: Any) -> Any:
+    """What Python's ``<`` walks in ``v`` (ints, enums, bools, tuples, ordered records), or None
+    when it meets anything else: two values of one signature compare as their ``int_terms``."""
+    if isinstance(v, (SymInt, SymBool, int)):
+        return "i"
+    if isinstance(v, tuple):
+        sig = tuple(_order_signature(x) for x in v)
+        return None if None in sig else ("t", sig)
+    params = getattr(type(v), "__dataclass_params__", None)
+    if params is not None and params.order and all(f.init for f in dataclasses.fields(v)):
+        sig = tuple(_order_signature(getattr(v, f.name)) for f in dataclasses.fields(v) if f.compare)
+        return None if None in sig else (type(v), sig)
+    return None
+
+
+def sorted_(items: Iterable[Any]) -> Any:
+    """``sorted(items)``: when symbolic values of one orderable structure are sorted, a bubble
+    sort whose compare-exchange joins the two neighbours under "the right one is smaller" (Python's
+    ``<`` as a lexicographic term), instead of forking on every comparison. Bubble sort swaps only
+    on a strict ``<``, so it is stable, as ``sorted`` is: both give the same list for every state."""
+    xs = list(items)
+    if len(xs) < 2 or len(xs) > _MAX_SORTED or all(_concrete(x) for x in xs):
+        return sorted(xs)
+    sig = _order_signature(xs[0])
+    if sig is None or any(_order_signature(x) != sig for x in xs[1:]):
+        return sorted(xs)
+    for i in range(len(xs) - 1):
+        for j in range(len(xs) - 1 - i):
+            a, b = xs[j], xs[j + 1]
+            swap = fast_simplify(fast_not(lex_le(int_terms(a), int_terms(b))))  # b < a
+            known = bool_value(swap)
+            if known is not None:
+                if known:
+                    xs[j], xs[j + 1] = b, a
+                continue
+            xs[j], xs[j + 1] = merge(swap, b, a), merge(swap, a, b)
+    return xs

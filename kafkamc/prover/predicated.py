@@ -34,6 +34,7 @@ import types
 from typing import Any, Callable
 
 from kafkamc.prover import merge as _merge_module
+from kafkamc.prover.liveness import closure_reads, live_after, loop_head
 
 __all__ = ["predicated", "LABEL"]
 
@@ -387,6 +388,7 @@ class _Rewrite(ast.NodeTransformer):
         self.gen = False
         self.names: dict[str, list[ast.Name]] = {}  # every occurrence of each local, after restructuring
         self.params: set[str] = set()
+        self.closure: frozenset[str] = frozenset()  # read by a nested scope: live everywhere
 
     def fresh(self) -> str:
         self.n += 1
@@ -420,7 +422,8 @@ class _Rewrite(ast.NodeTransformer):
         a = fdef.args
         self.params = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs} | (
             {a.vararg.arg} if a.vararg else set()) | ({a.kwarg.arg} if a.kwarg else set())
-        fdef.body = self.block(body)
+        self.closure = closure_reads(ast.Module(body=body, type_ignores=[]))
+        fdef.body = self.block(body, frozenset(), None)
 
     def live(self, stmts: list[ast.stmt], fdef: ast.FunctionDef) -> list[ast.stmt]:
         """``stmts`` without assignments of locals nothing reads (a label's parts, once the label
@@ -449,32 +452,38 @@ class _Rewrite(ast.NodeTransformer):
                 return False
         return True
 
-    def block(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
+    def block(self, stmts: list[ast.stmt], live: frozenset[str], loop: Any) -> list[ast.stmt]:
+        """``stmts`` rewritten; ``live``: the names read after the block, ``loop``: where its
+        continue and break go (``liveness.py``)."""
         out: list[ast.stmt] = []
-        for st in stmts:
-            out.extend(self.stmt(st))
+        for st, after in zip(stmts, live_after(stmts, live, loop)):
+            out.extend(self.stmt(st, after, loop))
         return out
 
-    def stmt(self, st: ast.stmt) -> list[ast.stmt]:
+    def stmt(self, st: ast.stmt, live: frozenset[str], loop: Any) -> list[ast.stmt]:
         if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return [st]
         if isinstance(st, ast.For) and not isinstance(st, ast.AsyncFor):
             body = _without_continue(st.body)
+            head = loop_head(st, body, live)
             # for x in S: each possible member of a symbolic set under its membership
             b = self.fresh()
             guarded = ast.If(test=_name(b), body=body, orelse=[])
             new = ast.For(target=ast.Tuple([st.target, _name(b, ast.Store())], ast.Store()),
-                          iter=_call(_k("members"), self.visit(st.iter)), body=self.stmt(guarded),
-                          orelse=self.block(st.orelse), type_comment=None)
+                          iter=_call(_k("members"), self.visit(st.iter)), body=self.stmt(guarded, head, (head, live)),
+                          orelse=self.block(st.orelse, live, loop), type_comment=None)
             return [new]
         if isinstance(st, ast.While):
             body = _without_continue(st.body)
-            return [ast.While(test=self.visit(st.test), body=self.block(body), orelse=self.block(st.orelse))]
+            head = loop_head(st, body, live)
+            _truth_only(st.test)
+            return [ast.While(test=self.visit(st.test), body=self.block(body, head, (head, live)),
+                              orelse=self.block(st.orelse, live, loop))]
         if isinstance(st, ast.If):
-            return self.if_(st)
+            return self.if_(st, live, loop)
         return [self.visit(st)]
 
-    def if_(self, st: ast.If) -> list[ast.stmt]:
+    def if_(self, st: ast.If, live: frozenset[str], loop: Any) -> list[ast.stmt]:
         pure = self.pure
         plain_test = pure.expr(st.test, pure.ns, set())
         # A region runs each branch as a function of its own, once per path: it may fill lists it makes.
@@ -484,9 +493,10 @@ class _Rewrite(ast.NodeTransformer):
             mine = _fresh_containers(st.body + st.orelse)
             region = pure.block(st.body, fresh=mine) and pure.block(st.orelse, fresh=mine)
         predicable = region or (plain_test and pure.block(st.body) and pure.block(st.orelse))
+        _truth_only(st.test)
         test = self.visit(st.test)
-        body = self.block(st.body) or [ast.Pass()]
-        orelse = self.block(st.orelse)
+        body = self.block(st.body, live, loop) or [ast.Pass()]
+        orelse = self.block(st.orelse, live, loop)
         if not predicable:
             return [ast.If(test=test, body=body, orelse=orelse)]
         s = self.fresh()
@@ -500,13 +510,16 @@ class _Rewrite(ast.NodeTransformer):
         if names:
             out.append(ast.If(test=split, body=[_capture(f"{s}_o_{x}", x) for x in names], orelse=[]))
         out.append(ast.If(test=is_not(False), body=_side(s, True, body), orelse=[]))
+        # Only a name read afterwards is joined; a dead one keeps what the else side left (the
+        # else side still starts from the values before the if).
+        joined = [x for x in names if x in live or x in self.closure]
         if names:
-            out.append(ast.If(test=split, body=[_capture(f"{s}_a_{x}", x) for x in names]
+            out.append(ast.If(test=split, body=[_capture(f"{s}_a_{x}", x) for x in joined]
                               + [_restore(x, _name(f"{s}_o_{x}")) for x in names], orelse=[]))
         out.append(ast.If(test=is_not(True), body=_side(s, False, orelse or [ast.Pass()]), orelse=[]))
-        if names:
-            out.append(ast.If(test=split, body=[_capture(f"{s}_b_{x}", x) for x in names] + [
-                _restore(x, _call(_k("ite"), _name(s), _name(f"{s}_a_{x}"), _name(f"{s}_b_{x}"))) for x in names],
+        if joined:
+            out.append(ast.If(test=split, body=[_capture(f"{s}_b_{x}", x) for x in joined] + [
+                _restore(x, _call(_k("ite"), _name(s), _name(f"{s}_a_{x}"), _name(f"{s}_b_{x}"))) for x in joined],
                 orelse=[]))
         return out
 
@@ -527,6 +540,7 @@ class _Rewrite(ast.NodeTransformer):
         return node  # its body runs where it is called: left as written
 
     def visit_IfExp(self, node: ast.IfExp) -> ast.expr:
+        _truth_only(node.test)
         node = self.generic_visit(node)
         if _has(node, (ast.Yield, ast.YieldFrom, ast.NamedExpr)):
             return node
@@ -537,13 +551,22 @@ class _Rewrite(ast.NodeTransformer):
         if _has(node, (ast.Yield, ast.YieldFrom, ast.NamedExpr)):
             return node
         fn = "and_" if isinstance(node.op, ast.And) else "or_"
+        if getattr(node, "_kmc_truth", False):
+            fn += "t"  # only its truth is used: operands of any two types join
         return _call(_k(fn), node.values[0], *(_thunk(v) for v in node.values[1:]))
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.expr:
+        if isinstance(node.op, ast.Not):
+            _truth_only(node.operand)
         node = self.generic_visit(node)
         if isinstance(node.op, ast.Not):
             return _call(_k("not_"), node.operand)
         return node
+
+    def visit_comprehension(self, node: ast.comprehension) -> ast.comprehension:
+        for cond in node.ifs:
+            _truth_only(cond)
+        return self.generic_visit(node)
 
     def visit_Compare(self, node: ast.Compare) -> ast.expr:
         node = self.generic_visit(node)
@@ -568,10 +591,22 @@ class _Rewrite(ast.NodeTransformer):
     def visit_Call(self, node: ast.Call) -> ast.expr:
         node = self.generic_visit(node)
         f = node.func
-        if isinstance(f, ast.Name) and f.id in ("len", "any", "all") and len(node.args) == 1 and not node.keywords \
-                and f.id not in self.pure.ns:
+        if isinstance(f, ast.Name) and f.id in ("len", "any", "all", "sorted") and len(node.args) == 1 \
+                and not node.keywords and f.id not in self.pure.ns:
             return _call(_k(f.id + "_"), node.args[0])
         return node
+
+
+def _truth_only(e: ast.expr) -> None:
+    """Mark the ``and``/``or`` of ``e`` (a condition, whose truth alone is used) as truth-only:
+    ``if a and b`` asks ``bool(a) and bool(b)``, whatever values ``a`` and ``b`` are, so the two
+    sides of a symbolic ``a`` join as bools where their values (a tuple, a bool) would not."""
+    if isinstance(e, ast.BoolOp):
+        e._kmc_truth = True  # type: ignore[attr-defined]
+        for v in e.values:
+            _truth_only(v)
+    elif isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):
+        _truth_only(e.operand)
 
 
 class _Labels(ast.NodeTransformer):

@@ -1,0 +1,109 @@
+"""Which locals of a function body may still be read after a statement: the live names that a
+guarded ``if`` of ``predicated.py`` must join, and the dead ones it may leave as either side left
+them.
+
+A local bound on one side of a condition only (``nxt`` bound where the transaction has something
+to end, and read only there) cannot be joined with its absence, so the path used to fork on the
+condition; when no code that can run afterwards reads it before binding it again, its value after
+the ``if`` is never observed, and neither side's value needs to survive.
+
+Over-approximated wherever that is simpler, which only keeps a join that was not needed: a loop's
+head is iterated to a fixed point, a statement this module does not know (``with``, ``match``)
+reads everything it names and binds nothing, and a name read by a nested function, lambda or
+comprehension is live everywhere (it may run later, reading the binding of that moment).
+"""
+
+from __future__ import annotations
+
+import ast
+__all__ = ["live_after", "loop_head", "closure_reads"]
+
+# (live at the loop's head, live after the loop): where continue and break go.
+_Loop = tuple[frozenset[str], frozenset[str]]
+
+
+def closure_reads(fdef: ast.AST) -> frozenset[str]:
+    """Names read inside a nested function, lambda or comprehension of ``fdef``."""
+    out: set[str] = set()
+    nested = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
+              ast.GeneratorExp, ast.ClassDef)
+    for node in ast.walk(fdef):
+        if node is not fdef and isinstance(node, nested):
+            out |= _reads(node)
+    return frozenset(out)
+
+
+def live_after(stmts: list[ast.stmt], out: frozenset[str], loop: _Loop | None) -> list[frozenset[str]]:
+    """The names live after each statement of ``stmts`` when ``out`` is live after the block."""
+    after: list[frozenset[str]] = [out] * len(stmts)
+    live = out
+    for i in range(len(stmts) - 1, -1, -1):
+        after[i] = live
+        live = _live_in(stmts[i], live, loop)
+    return after
+
+
+def loop_head(st: ast.For | ast.While, body: list[ast.stmt], out: frozenset[str]) -> frozenset[str]:
+    """The names live at the head of loop ``st`` (``body``: its body as it will run), ``out``
+    live after it: the least fixed point of head = exit | (body's live-in - the loop target)."""
+    exit_ = _block_in(st.orelse, out, None) | (_reads(st.test) if isinstance(st, ast.While) else frozenset())
+    bound = _bound(st.target) if isinstance(st, ast.For) else frozenset()
+    head = exit_
+    while True:
+        inner = _block_in(body, head, (head, out)) - bound
+        new = exit_ | inner
+        if new == head:
+            return head
+        head = new
+
+
+def _block_in(stmts: list[ast.stmt], out: frozenset[str], loop: _Loop | None) -> frozenset[str]:
+    live = out
+    for st in reversed(stmts):
+        live = _live_in(st, live, loop)
+    return live
+
+
+def _live_in(st: ast.stmt, live: frozenset[str], loop: _Loop | None) -> frozenset[str]:
+    if isinstance(st, ast.Assign):
+        killed: frozenset[str] = frozenset().union(*(_bound(t) for t in st.targets))
+        return (live - killed) | _reads(st)
+    if isinstance(st, ast.AnnAssign):
+        return ((live - _bound(st.target)) if st.value is not None else live) | _reads(st)
+    if isinstance(st, ast.AugAssign):
+        return live | _reads(st) | _names(st.target)
+    if isinstance(st, ast.If):
+        return _reads(st.test) | _block_in(st.body, live, loop) | _block_in(st.orelse, live, loop)
+    if isinstance(st, (ast.For, ast.While)):
+        head = loop_head(st, st.body, live)
+        return head | (_reads(st.iter) if isinstance(st, ast.For) else frozenset())
+    if isinstance(st, ast.Continue):
+        return loop[0] if loop is not None else live
+    if isinstance(st, ast.Break):
+        return loop[1] if loop is not None else live
+    if isinstance(st, ast.Return):
+        return _reads(st)
+    # An expression statement (a yield, a call), pass, raise (caught where a guarded side is
+    # dropped: the code after the if runs), and anything else: it reads what it names.
+    return live | _reads(st)
+
+
+def _reads(node: ast.AST | None) -> frozenset[str]:
+    if node is None:
+        return frozenset()
+    return frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
+
+
+def _names(node: ast.AST) -> frozenset[str]:
+    return frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
+
+
+def _bound(target: ast.expr) -> frozenset[str]:
+    """Names a target binds outright (not an item or attribute of something)."""
+    if isinstance(target, ast.Name):
+        return frozenset((target.id,))
+    if isinstance(target, ast.Starred):
+        return _bound(target.value)
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return frozenset().union(*(_bound(t) for t in target.elts))
+    return frozenset()

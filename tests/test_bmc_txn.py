@@ -1,0 +1,166 @@
+"""What made ``transactions`` tv1's relation affordable: a local bound on one side of a guarded
+``if`` and read nowhere afterwards is not joined (it used to fork the path: ``EndTxn``'s ``nxt``,
+``err``, ``c2``), and an ``and`` whose value is only tested joins as bools (``c2.appending and
+...``, a tuple on one side). Python's successors on every reached state, the same relation as the
+forking executor by Z3, and one path per shape where the action has no fork left."""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import time
+from collections import deque
+from dataclasses import dataclass
+
+import z3
+
+from kafkamc import Spec, action, invariant
+from kafkamc.checker.local import explore
+from kafkamc.checker.symbolic import Budget, SymBool, SymInt
+from kafkamc.prover.layout import Layout
+from kafkamc.prover.liveness import live_after, loop_head
+from kafkamc.prover.predicated import predicated
+from kafkamc.prover.relation import _explore, relate
+from kafkamc.spec import domain as d
+
+from tests.test_bmc_predicated import _step
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    a: int
+    b: int
+    flags: tuple[bool, ...]
+    log: tuple[int, ...]
+
+
+@invariant("bmc-log-short", "the log never holds two items")
+def log_short(p, s) -> bool:
+    return len(s.log) < 2
+
+
+class DeadLocals(Spec):
+    """``nxt`` bound on one side of each ``if`` and read only there (the second ``if`` binds it
+    again), and an ``and`` of a condition and a tuple that is only tested."""
+
+    name = "bmc-dead-locals"
+    invariants = (log_short,)
+
+    def init_states(p):
+        yield Cell(0, 0, (False, False), ())
+
+    def domain(p):
+        return d.Record(Cell, a=d.Int(0, 3), b=d.Int(0, 3), flags=d.Tuple(d.Bool(), 2),
+                        log=d.Bag(d.Int(0, 3), 1, sorted=False))
+
+    @action
+    def step(p, s):
+        if s.flags[0] and s.a < 3:
+            nxt = s.a + 1
+            yield "A", Cell(nxt, s.b, s.flags, s.log)
+        if s.flags[1] and s.b < 3:
+            nxt = s.b + 1
+            yield "B", Cell(s.a, nxt, s.flags, s.log)
+        if s.a > 0 and s.log:
+            nxt = s.a - 1
+            yield "Drop", Cell(nxt, s.b, s.flags, ())
+
+    @action
+    def toggle(p, s):
+        for k in range(2):
+            yield "Toggle", Cell(s.a, s.b, s.flags[:k] + (not s.flags[k],) + s.flags[k + 1:], s.log)
+        if not s.log:
+            yield "Log", Cell(s.a, s.b, s.flags, (s.b,))
+
+
+def _reached(spec, most):
+    acts = [(a, predicated(a.fn)) for a in type(spec).actions()]
+    seen = set(spec.initial())
+    todo = deque(seen)
+    n = 0
+    while todo and n < most:
+        s = todo.popleft()
+        n += 1
+        for a, f in acts:
+            want = list(a.fn(spec.p, s))
+            assert [x for _l, x in f(spec.p, s)] == [x for _l, x in want], (a.name, s)
+            for _l, x in want:
+                if x not in seen:
+                    seen.add(x)
+                    todo.append(x)
+    return n
+
+
+def test_dead_locals_give_pythons_successors_and_the_forking_relation_in_one_path_per_shape():
+    spec = DeadLocals()
+    assert _reached(spec, 10_000) == explore(spec, list(spec.properties())).distinct_states
+    layout = Layout(type(spec).domain(spec.p))
+    budget = Budget(deadline=time.monotonic() + 600, max_paths=10**6)
+    props = list(spec.properties())
+    old = relate(spec, props, layout, budget, branch_free=False)
+    new = relate(spec, props, layout, budget, branch_free=True)
+    for a, b in zip(old, new):
+        s = z3.Solver()
+        s.add(a.facts, _step(layout, a) != _step(layout, b))
+        assert s.check() == z3.unsat, a.shape
+    act = next(a for a in type(spec).actions() if a.name == "step")
+    for shape in layout.shapes:
+        tmpl, facts = layout.template(shape, "x")
+        solver = z3.Solver()
+        solver.add(facts)
+        one = Budget(deadline=time.monotonic() + 600, max_paths=10**6)
+        found: list = []
+        _explore(spec.p, act, tmpl, solver, one, {}, found, [], True)
+        # No fork is left: the dead nxt is not joined, the tested and joins as a bool.
+        assert one.paths == 1, shape
+        assert len(found) == 2 + len(tmpl.log)
+
+
+def _live(src: str) -> list[frozenset[str]]:
+    body = ast.parse(src).body
+    return live_after(body, frozenset(), None)
+
+
+def test_liveness_over_approximates_loops_and_kills_on_assignment():
+    # y is bound again before any read: dead after its first binding; on the if's else side the
+    # first binding survives, so there it is live.
+    after = _live("y = 1\ny = 2\nprint(y)\n")
+    assert after[0] == frozenset({"print"}) and after[1] == frozenset({"y", "print"})
+    after = _live("y = 1\nif c:\n    y = 2\nprint(y)\n")
+    assert after[0] == frozenset({"c", "y", "print"})
+    # In a loop, a name read at the top of the body before it is bound is live at the head.
+    loop = ast.parse("for i in r:\n    print(z)\n    z = i\n").body[0]
+    assert "z" in loop_head(loop, loop.body, frozenset())
+    loop = ast.parse("for i in r:\n    z = i\n    print(z)\n").body[0]
+    assert "z" not in loop_head(loop, loop.body, frozenset())
+
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Req:
+    kind: int
+    seq: int
+    flag: bool
+
+
+def _value(v, valuation):
+    if isinstance(v, (SymInt, SymBool)):
+        t = z3.simplify(z3.substitute(v.z, *valuation))
+        return z3.is_true(t) if z3.is_bool(t) else t.as_long()
+    return v
+
+
+def test_sorted_of_symbolic_records_is_pythons_sorted_on_every_valuation():
+    from kafkamc.prover.merge import sorted_
+
+    ks = [z3.Int(f"k{i}") for i in range(3)]
+    qs = [z3.Int(f"q{i}") for i in range(3)]
+    fs = [z3.Bool(f"f{i}") for i in range(3)]
+    items = [Req(SymInt(k), SymInt(q), SymBool(f)) for k, q, f in zip(ks, qs, fs)] + [Req(1, 0, False)]
+    got = sorted_(items)
+    for bits in itertools.product((0, 1), repeat=9):
+        valuation = [(v, z3.IntVal(x)) for v, x in zip(ks + qs, bits[:6])] + [
+            (f, z3.BoolVal(bool(x))) for f, x in zip(fs, bits[6:])]
+        concrete = [Req(_value(r.kind, valuation), _value(r.seq, valuation), _value(r.flag, valuation)) for r in items]
+        assert [Req(_value(r.kind, valuation), _value(r.seq, valuation), _value(r.flag, valuation))
+                for r in got] == sorted(concrete), bits
