@@ -36,6 +36,12 @@ CONFIGS = {
     # brokers=4 with every bound at its maximum: the candidate for a run check cannot finish in 10 min.
     "controller-none-b4-max": ("controller", ["fencing=none", "brokers=4", "elections=6", "expiries=4", "crashes=4",
                                               "requests=8", "leader_epochs=6"], "no-stale-request-applied", 7),
+    # brokers=3 with every bound at its maximum, controlled shutdown, broker_epoch=false and the
+    # two-step election (Kafka < 2.1): the violation is 9 steps deep (10 states), check explores
+    # 2.7 million states for it, bmc's relation is 21 shapes (docs/bmc.md, "The relation on workers").
+    "controller-none-large": ("controller", ["fencing=none", "elections=6", "expiries=4", "crashes=4", "requests=8",
+                                             "leader_epochs=6", "controlled_shutdown=true", "broker_epoch=false",
+                                             "election=two-step"], "no-stale-request-applied", 9),
     "controller-epoch-b2": ("controller", ["fencing=epoch", "brokers=2"], "zk-writes-fenced", 4),
     "transactions-tv1": ("transactions", ["version=tv1"], "no-hanging-transaction", 7),
     "group-raw": ("group", ["sticky_claims=raw"], "no-double-assignment", 13),

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from typing import Any
 
 from kafkamc.cli.args import int_at_least, seconds
@@ -18,6 +17,7 @@ from kafkamc.cli.check import EXIT_FOR_RESULT
 from kafkamc.counterexamples.render import render_summary, render_trace, result_to_json
 from kafkamc.errors import UsageError
 from kafkamc.prover.bmc import ENCODINGS, bmc
+from kafkamc.prover.relation_pool import cpu_seconds
 from kafkamc.spec.registry import build_spec, select_properties
 from kafkamc.terminal import printable_lines
 
@@ -40,6 +40,8 @@ def register(subparsers: Any) -> None:
                      help="classical (default): the transition relation made once per shape of the spec's "
                           "domain(p), unrolled; context: the actions run per depth on the reachable states "
                           "(no domain needed; see docs/bmc.md)")
+    cmd.add_argument("--workers", type=int_at_least(1), default=1, metavar="N",
+                     help="processes that make the relation's shapes (default 1; the same relation for any N)")
     cmd.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout (as check)")
     cmd.add_argument("--progress", action="store_true",
                      help="on stderr, a line per shape of the relation (CPU, paths, moves) and per depth")
@@ -55,7 +57,7 @@ def _cmd_bmc(args: argparse.Namespace) -> int:
     if args.progress:
         progress, shapes = _depth_line, _shape_line
     result = bmc(spec, props, args.depth, timeout=args.timeout, encoding=args.encoding, progress=progress,
-                 shapes=shapes)
+                 shapes=shapes, workers=args.workers)
     if ":" in args.spec:
         import dataclasses
 
@@ -78,7 +80,7 @@ def _shape_line(rel: Any, total: int) -> None:
 
 
 def _depth_line(k: int, _unrolling: Any) -> None:
-    print(f"bmc: no violation within {k} steps ({time.process_time():.1f} s CPU so far)", file=sys.stderr, flush=True)
+    print(f"bmc: no violation within {k} steps ({cpu_seconds():.1f} s CPU so far)", file=sys.stderr, flush=True)
 
 
 def _bounded(result: Any, asked: int) -> str:

@@ -41,7 +41,9 @@ from kafkamc.prover.bmc_context import bmc_in_context
 from kafkamc.prover.feasible import feasible
 from kafkamc.prover.layout import Layout
 from kafkamc.prover.ranges import Ranges, ranges
-from kafkamc.prover.relation import ShapeRelation, relate
+from kafkamc.prover.relation import ShapeRelation
+from kafkamc.prover.relation_pool import cpu_seconds, relate_on_workers
+from kafkamc.prover.relation_reach import relate_within
 from kafkamc.prover.witness import concrete_path, confirmed, incomplete, raised
 from kafkamc.result import CheckResult
 from kafkamc.spec.api import Spec
@@ -58,7 +60,7 @@ class _Unrolling:
     """The generic step formulas (over ``x``, ``y`` and the move selector) and their copies per depth."""
 
     def __init__(self, spec: Spec, props: tuple[Property, ...], budget: Budget, shapes: Any = None,
-                 solver: str = "fd") -> None:
+                 solver: str = "fd", workers: int = 1, depth: int | None = None) -> None:
         self.spec, self.props, self.budget = spec, props, budget
         self.logic = "QF_LIA"  # QF_FD once ``init`` has found a range for every int
         dom_of = type(spec).domain
@@ -66,9 +68,12 @@ class _Unrolling:
             raise SymbolicUnsupported(f"bmc: {spec.name} declares no domain(p) (TypeOK), which fixes the "
                                       "variables of the encoding")
         self.layout = Layout(dom_of(spec.p))
-        started = time.process_time()
-        self.rels: list[ShapeRelation] = relate(spec, props, self.layout, budget, shapes)
-        self.relation_cpu = round(time.process_time() - started, 1)
+        started = cpu_seconds()
+        # Only the shapes within ``depth`` steps of an initial one (relation_reach.py); None: all.
+        self.rels: list[ShapeRelation] = (
+            relate_on_workers(spec, props, self.layout, budget, shapes, workers=workers) if depth is None
+            else relate_within(spec, props, self.layout, budget, depth, shapes, workers=workers))
+        self.relation_cpu = round(cpu_seconds() - started, 1)
         self.moves = [m for rel in self.rels for m in rel.moves]
         self.unrolled: list[z3.BoolRef] = []  # the initial states and the steps added so far
         self.wanted = solver
@@ -213,13 +218,14 @@ def _substitute(formula: z3.BoolRef, pairs: list[tuple[z3.ExprRef, z3.ExprRef]])
 
 def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: float = 3600.0,
         max_paths: int = DEFAULT_MAX_PATHS, progress: Any = None, encoding: str = "classical",
-        shapes: Any = None, solver: str = "fd") -> CheckResult:
+        shapes: Any = None, solver: str = "fd", workers: int = 1) -> CheckResult:
     """A shortest violation of ``invariants`` within ``depth`` steps, or an incomplete result
     (reason ``max-depth``, or why it stopped earlier) saying none exists up to the depth reached.
     ``encoding``: "classical" (this module) or "context" (``bmc_context.py``, the earlier one).
     ``progress(k, unrolling)`` after each depth, ``shapes(relation, total)`` after each shape's
-    relation is made. ``solver``: "fd" (bit-blasted, when every int has a range: ``ranges.py``) or
-    "lia" (Z3's QF_LIA on the same formulas)."""
+    relation is made; ``workers`` processes make the shapes' relations (the same relation).
+    ``solver``: "fd" (bit-blasted, when every int has a range: ``ranges.py``) or "lia" (Z3's
+    QF_LIA on the same formulas)."""
     props = tuple(invariants)
     if not props:
         raise UsageError("bmc needs at least one invariant (-i NAME)")
@@ -241,7 +247,7 @@ def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: floa
     un: _Unrolling | None = None
     reached = -1
     try:
-        un = _Unrolling(spec, props, budget, shapes, solver)
+        un = _Unrolling(spec, props, budget, shapes, solver, workers, depth)
         un.init()
         for k in range(depth + 1):
             bad = un.at(un.bad_formula, k)
@@ -288,6 +294,8 @@ def _error(spec: Spec, props: tuple[Property, ...], states: list[Any], un: _Unro
 
 
 def _stats(un: _Unrolling | None, budget: Budget) -> dict[str, Any]:
-    return {"checker": "bmc", "encoding": "classical", "logic": un.logic if un is not None else None, "shapes": len(un.layout.shapes) if un is not None else 0,
+    return {"checker": "bmc", "encoding": "classical", "logic": un.logic if un is not None else None,
+            "shapes": len(un.layout.shapes) if un is not None else 0,
+            "shapes_built": len(un.rels) if un is not None else 0,
             "transitions": len(un.moves) if un is not None else 0, "paths": budget.paths,
             "solver_checks": budget.checks, "relation_cpu": un.relation_cpu if un is not None else None}

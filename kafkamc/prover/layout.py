@@ -71,6 +71,7 @@ class Layout:
             for site, _k in made:
                 self.variables["#" + site] = z3.Int("x#" + site)
         self._keys = sorted(self.variables)
+        self._by_choices = {frozenset(shape.choices): shape for shape in self.shapes}
 
     @property
     def keys(self) -> list[str]:
@@ -94,6 +95,10 @@ class Layout:
         (the bounds of its ints, enum ranges, a sorted bag's order)."""
         raw = tuple(k for _site, k in shape.choices)
         return self._build(raw, prefix, [])
+
+    def shape_with(self, choices: dict[str, int]) -> Shape | None:
+        """The shape whose sites take exactly ``choices`` (a ``Match``'s), if the domain has one."""
+        return self._by_choices.get(frozenset(choices.items()))
 
     def var(self, key: str, prefix: str) -> z3.ExprRef:
         """The variable of ``key`` in the copy of the vector named ``prefix``."""

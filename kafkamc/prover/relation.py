@@ -34,7 +34,7 @@ from kafkamc.prover.merge import Guarded
 from kafkamc.prover.predicated import predicated
 from kafkamc.spec.api import Spec
 
-__all__ = ["Move", "ShapeRelation", "catching", "relate"]
+__all__ = ["Move", "ShapeRelation", "catching", "relate", "relate_shape"]
 
 # Most states of a shape run one by one when an action's code needs concrete values.
 _MAX_VALUATIONS = 256
@@ -64,24 +64,29 @@ class ShapeRelation:
     moves: tuple[Move, ...]
     paths: int  # symbolic paths explored (actions and formulas)
     cpu: float  # CPU seconds spent on this shape
+    # The shapes of the successors its actions may yield in the domain, by index: the shape graph
+    # through which ``relation_reach`` builds only the shapes reachable within the depth.
+    targets: tuple[int, ...] = ()
 
 
 def relate(spec: Spec, props: Sequence[Property], layout: Layout, budget: Budget,
            progress: Callable[[ShapeRelation, int], None] | None = None, *,
-           branch_free: bool = True) -> list[ShapeRelation]:
-    """The relation of every shape of ``layout``, in shape order; ``progress(relation, total)``
-    after each. ``branch_free``: the actions as ``predicated.py`` recompiles them (False: as
-    written, forking at every condition; the same relation, tests compare the two)."""
+           branch_free: bool = True, only: Sequence[Shape] | None = None) -> list[ShapeRelation]:
+    """The relation of every shape of ``layout`` (``only``: of those, in that order), in shape
+    order; ``progress(relation, total)`` after each. ``branch_free``: the actions as
+    ``predicated.py`` recompiles them (False: as written, forking at every condition; the same
+    relation, tests compare the two)."""
     out = []
-    for shape in layout.shapes:
-        out.append(_one(spec, props, layout, shape, budget, branch_free))
+    for shape in layout.shapes if only is None else only:
+        out.append(relate_shape(spec, props, layout, shape, budget, branch_free))
         if progress is not None:
             progress(out[-1], len(layout.shapes))
     return out
 
 
-def _one(spec: Spec, props: Sequence[Property], layout: Layout, shape: Shape, budget: Budget,
-         branch_free: bool) -> ShapeRelation:
+def relate_shape(spec: Spec, props: Sequence[Property], layout: Layout, shape: Shape, budget: Budget,
+                 branch_free: bool = True) -> ShapeRelation:
+    """The relation of one shape, made with its own solver: it depends on no other shape."""
     started = time.process_time()
     p = spec.p
     tmpl, facts_list = layout.template(shape, "x")
@@ -106,6 +111,7 @@ def _one(spec: Spec, props: Sequence[Property], layout: Layout, shape: Shape, bu
     pre_choice = dict(shape.choices)
     moves = []
     escapes = []
+    targets: set[int] = set()
     for name, pc, post in found:
         m = layout.match(post)
         inside = fast_simplify(m.inside)
@@ -113,12 +119,16 @@ def _one(spec: Spec, props: Sequence[Property], layout: Layout, shape: Shape, bu
             escapes.append(fast_and([pc, z3.Not(inside)]))
             if z3.is_false(inside):
                 continue
+        target = layout.shape_with(m.choices)
+        # A structure no shape has is outside the domain (match says False); should one ever pass,
+        # every shape counts as a target, so that pruning stays an over-approximation.
+        targets.update([target.index] if target is not None else range(len(layout.shapes)))
         assigns = [(key, term) for key, term in m.terms.items() if not term.eq(layout.variables[key])]
         assigns.extend(("#" + site, z3.IntVal(k)) for site, k in m.choices.items() if pre_choice.get(site) != k)
         moves.append(Move(shape.index, name, pc, tuple(sorted(assigns, key=lambda a: a[0]))))
     return ShapeRelation(shape, facts, formulas, expand, fast_or(raised), fast_or(raised_act),
                          fast_or(escapes), _merged(moves), budget.paths - before,
-                         round(time.process_time() - started, 2))
+                         round(time.process_time() - started, 2), tuple(sorted(targets)))
 
 
 def _merged(moves: list[Move]) -> tuple[Move, ...]:
