@@ -37,8 +37,15 @@ from kafkamc.spec.registry import build_spec
 ])
 def test_recompiled_actions_give_pythons_successors_on_every_reached_state(ref, params, most):
     spec = build_spec(ref, params)
+    assert any(predicated(a.fn) is not a.fn for a in type(spec).actions())  # something was recompiled
+    n, seen = compared_on_reached(spec, most)
+    assert n == min(most, seen)
+
+
+def compared_on_reached(spec, most: int) -> tuple[int, int]:
+    """Run the recompiled actions beside the originals on the first ``most`` states reached
+    breadth-first; (states compared, states seen)."""
     acts = [(a, predicated(a.fn)) for a in type(spec).actions()]
-    assert any(f is not a.fn for a, f in acts)  # something was recompiled
     seen = set(spec.initial())
     todo = deque(seen)
     n = 0
@@ -55,7 +62,7 @@ def test_recompiled_actions_give_pythons_successors_on_every_reached_state(ref, 
                 if nxt not in seen:
                     seen.add(nxt)
                     todo.append(nxt)
-    assert n == min(most, len(seen))
+    return n, len(seen)
 
 
 def _step(layout: Layout, rel) -> z3.BoolRef:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import ast
 import itertools
 import time
-from collections import deque
 from dataclasses import dataclass
 
 import z3
@@ -19,11 +18,10 @@ from kafkamc.checker.local import explore
 from kafkamc.checker.symbolic import Budget, SymBool, SymInt
 from kafkamc.prover.layout import Layout
 from kafkamc.prover.liveness import live_after, loop_head
-from kafkamc.prover.predicated import predicated
 from kafkamc.prover.relation import _explore, relate
 from kafkamc.spec import domain as d
 
-from tests.test_bmc_predicated import _step
+from tests.test_bmc_predicated import _step, compared_on_reached
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,27 +71,10 @@ class DeadLocals(Spec):
             yield "Log", Cell(s.a, s.b, s.flags, (s.b,))
 
 
-def _reached(spec, most):
-    acts = [(a, predicated(a.fn)) for a in type(spec).actions()]
-    seen = set(spec.initial())
-    todo = deque(seen)
-    n = 0
-    while todo and n < most:
-        s = todo.popleft()
-        n += 1
-        for a, f in acts:
-            want = list(a.fn(spec.p, s))
-            assert [x for _l, x in f(spec.p, s)] == [x for _l, x in want], (a.name, s)
-            for _l, x in want:
-                if x not in seen:
-                    seen.add(x)
-                    todo.append(x)
-    return n
-
-
 def test_dead_locals_give_pythons_successors_and_the_forking_relation_in_one_path_per_shape():
     spec = DeadLocals()
-    assert _reached(spec, 10_000) == explore(spec, list(spec.properties())).distinct_states
+    n, seen = compared_on_reached(spec, 10_000)
+    assert n == seen == explore(spec, list(spec.properties())).distinct_states
     layout = Layout(type(spec).domain(spec.p))
     budget = Budget(deadline=time.monotonic() + 600, max_paths=10**6)
     props = list(spec.properties())

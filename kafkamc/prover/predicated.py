@@ -51,6 +51,7 @@ _PURE_BUILTINS = frozenset({
     "filter", "repr", "format", "divmod", "hash", "getattr", "hasattr", "round", "chr", "ord", "slice",
 })
 _FRESH_CALLS = frozenset({"list", "dict", "set"})
+_INTROSPECTION = frozenset({"locals", "vars", "eval", "exec", "dir"})  # read locals by name
 
 _functions: dict[Any, Callable[..., Any]] = {}
 _namespaces: dict[str, dict[str, Any]] = {}
@@ -423,6 +424,8 @@ class _Rewrite(ast.NodeTransformer):
         self.params = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs} | (
             {a.vararg.arg} if a.vararg else set()) | ({a.kwarg.arg} if a.kwarg else set())
         self.closure = closure_reads(ast.Module(body=body, type_ignores=[]))
+        if any(isinstance(n, ast.Name) and n.id in _INTROSPECTION for n in _walk_in_order(body)):
+            self.closure = frozenset(self.names)  # locals() and the like read every local: all live
         fdef.body = self.block(body, frozenset(), None)
 
     def live(self, stmts: list[ast.stmt], fdef: ast.FunctionDef) -> list[ast.stmt]:

@@ -27,7 +27,7 @@ from typing import Iterable
 
 import z3
 
-from kafkamc.prover.layout import Layout
+from kafkamc.prover.layout import Layout, leaf_vars
 from kafkamc.prover.relation import Move
 
 __all__ = ["Ranges", "ranges"]
@@ -77,9 +77,12 @@ def ranges(layout: Layout, moves: Iterable[Move], initial: list[dict[str, z3.Exp
     unbounded: set[str] = set()
     for shape in layout.shapes:
         seen: dict[str, list[int | None]] = {}
-        tmpl_facts = layout.template(shape, "x")[1]
+        tmpl, tmpl_facts = layout.template(shape, "x")
         for f in tmpl_facts:
             _read_fact(f, seen)
+        for key, var in leaf_vars(tmpl, "x"):  # live here without a bound read: open
+            if var.sort() == z3.IntSort() and key not in seen:
+                unbounded.add(key)
         for key, (lo, hi) in seen.items():
             if lo is None or hi is None:
                 unbounded.add(key)
