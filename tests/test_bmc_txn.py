@@ -111,10 +111,34 @@ def test_liveness_over_approximates_loops_and_kills_on_assignment():
     assert after[0] == frozenset({"c", "y", "print"})
     # In a loop, a name read at the top of the body before it is bound is live at the head.
     loop = ast.parse("for i in r:\n    print(z)\n    z = i\n").body[0]
-    assert "z" in loop_head(loop, loop.body, frozenset())
+    assert "z" in loop_head(loop, loop.body, frozenset(), None)
     loop = ast.parse("for i in r:\n    z = i\n    print(z)\n").body[0]
-    assert "z" not in loop_head(loop, loop.body, frozenset())
+    assert "z" not in loop_head(loop, loop.body, frozenset(), None)
 
+
+
+def _live_after_first(loop_src: str) -> frozenset[str]:
+    """Live after the first statement of the body of the loop ``loop_src``, ``v`` read after it."""
+    loop = ast.parse(loop_src).body[0]
+    out = frozenset({"v"})
+    head = loop_head(loop, loop.body, out, None)
+    return live_after(loop.body, head, (head, out))[0]
+
+
+def test_a_jump_of_the_enclosing_loop_keeps_what_its_head_reads_live():
+    # After ``if g > a: v = ...`` the next statement may continue the outer loop, whose exit
+    # reads v: v is live there, although the code after the jump binds it again.
+    for_else = ("for a in xs:\n    if g > a:\n        v = 10 + a\n    for b in bs:\n"
+                "        if b == a:\n            break\n    else:\n        continue\n    v = 99\n")
+    within_with = "for a in xs:\n    if g > a:\n        v = 10 + a\n    with ctx:\n        continue\n    v = 99\n"
+    within_try = ("for a in xs:\n    if g > a:\n        v = 10 + a\n    try:\n        break\n"
+                  "    finally:\n        pass\n    v = 99\n")
+    for src in (for_else, within_with, within_try):
+        assert "v" in _live_after_first(src), src
+    # Without the jump, v is bound again before any read: dead.
+    assert "v" not in _live_after_first("for a in xs:\n    if g > a:\n        v = 10 + a\n    v = 99\n")
+    # ``del y`` needs y bound.
+    assert "y" in _live("y = 1\ndel y\n")[0]
 
 
 @dataclass(frozen=True, slots=True, order=True)

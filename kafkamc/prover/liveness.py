@@ -8,9 +8,11 @@ condition; when no code that can run afterwards reads it before binding it again
 the ``if`` is never observed, and neither side's value needs to survive.
 
 Over-approximated wherever that is simpler, which only keeps a join that was not needed: a loop's
-head is iterated to a fixed point, a statement this module does not know (``with``, ``match``)
-reads everything it names and binds nothing, and a name read by a nested function, lambda or
-comprehension is live everywhere (it may run later, reading the binding of that moment).
+head is iterated to a fixed point, a statement this module does not know (``with``, ``try``,
+``match``) reads everything it names and binds nothing, a ``continue`` or ``break`` inside one
+may go to the head or the exit of the loop around it, and a name read by a nested function,
+lambda or comprehension is live everywhere (it may run later, reading the binding of that
+moment). A loop's ``else`` jumps for the loop around that loop.
 """
 
 from __future__ import annotations
@@ -43,10 +45,12 @@ def live_after(stmts: list[ast.stmt], out: frozenset[str], loop: _Loop | None) -
     return after
 
 
-def loop_head(st: ast.For | ast.While, body: list[ast.stmt], out: frozenset[str]) -> frozenset[str]:
+def loop_head(st: ast.For | ast.While, body: list[ast.stmt], out: frozenset[str],
+              enclosing: _Loop | None) -> frozenset[str]:
     """The names live at the head of loop ``st`` (``body``: its body as it will run), ``out``
-    live after it: the least fixed point of head = exit | (body's live-in - the loop target)."""
-    exit_ = _block_in(st.orelse, out, None) | (_reads(st.test) if isinstance(st, ast.While) else frozenset())
+    live after it, ``enclosing``: where a continue or break of its ``else`` goes: the least fixed
+    point of head = exit | (body's live-in - the loop target)."""
+    exit_ = _block_in(st.orelse, out, enclosing) | (_reads(st.test) if isinstance(st, ast.While) else frozenset())
     bound = _bound(st.target) if isinstance(st, ast.For) else frozenset()
     head = exit_
     while True:
@@ -75,7 +79,7 @@ def _live_in(st: ast.stmt, live: frozenset[str], loop: _Loop | None) -> frozense
     if isinstance(st, ast.If):
         return _reads(st.test) | _block_in(st.body, live, loop) | _block_in(st.orelse, live, loop)
     if isinstance(st, (ast.For, ast.While)):
-        head = loop_head(st, st.body, live)
+        head = loop_head(st, st.body, live, loop)
         return head | (_reads(st.iter) if isinstance(st, ast.For) else frozenset())
     if isinstance(st, ast.Continue):
         return loop[0] if loop is not None else live
@@ -84,14 +88,34 @@ def _live_in(st: ast.stmt, live: frozenset[str], loop: _Loop | None) -> frozense
     if isinstance(st, ast.Return):
         return _reads(st)
     # An expression statement (a yield, a call), pass, raise (caught where a guarded side is
-    # dropped: the code after the if runs), and anything else: it reads what it names.
-    return live | _reads(st)
+    # dropped: the code after the if runs), and anything else: it reads what it names, and a
+    # continue or break inside it (``with``, ``try``, ``match``) may go where either goes.
+    escapes = frozenset()
+    if loop is not None and _jumps(st):
+        escapes = loop[0] | loop[1]
+    return live | _reads(st) | escapes
+
+
+def _jumps(st: ast.stmt) -> bool:
+    """Whether ``st`` holds a continue or break of the loop around it (not of a loop inside)."""
+    todo: list[ast.AST] = [st]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Continue, ast.Break)):
+            return True
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.For, ast.AsyncFor, ast.While)):
+                todo.extend(child.orelse)  # the else of a loop inside jumps for the outer one
+            elif not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                todo.append(child)
+    return False
 
 
 def _reads(node: ast.AST | None) -> frozenset[str]:
     if node is None:
         return frozenset()
-    return frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
+    # ``del x`` needs x bound: a read as far as liveness goes.
+    return frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Load, ast.Del)))
 
 
 def _names(node: ast.AST) -> frozenset[str]:

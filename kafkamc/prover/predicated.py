@@ -468,7 +468,7 @@ class _Rewrite(ast.NodeTransformer):
             return [st]
         if isinstance(st, ast.For) and not isinstance(st, ast.AsyncFor):
             body = _without_continue(st.body)
-            head = loop_head(st, body, live)
+            head = loop_head(st, body, live, loop)
             # for x in S: each possible member of a symbolic set under its membership
             b = self.fresh()
             guarded = ast.If(test=_name(b), body=body, orelse=[])
@@ -478,7 +478,7 @@ class _Rewrite(ast.NodeTransformer):
             return [new]
         if isinstance(st, ast.While):
             body = _without_continue(st.body)
-            head = loop_head(st, body, live)
+            head = loop_head(st, body, live, loop)
             _truth_only(st.test)
             return [ast.While(test=self.visit(st.test), body=self.block(body, head, (head, live)),
                               orelse=self.block(st.orelse, live, loop))]
