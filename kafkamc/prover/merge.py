@@ -379,14 +379,20 @@ def members(items: Any) -> Iterator[tuple[Any, Any]]:
 def _order_signature(v: Any) -> Any:
     """What Python's ``<`` walks in ``v`` (ints, enums, bools, tuples, ordered records), or None
     when it meets anything else: two values of one signature compare as their ``int_terms``."""
-    if isinstance(v, (SymInt, SymBool, int)):
+    # Bools and ints apart: ``1`` and ``True`` compare equal, but the neighbours are joined.
+    if isinstance(v, (SymBool, bool)):
+        return "b"
+    if isinstance(v, (SymInt, int)):
         return "i"
     if isinstance(v, tuple):
         sig = tuple(_order_signature(x) for x in v)
         return None if None in sig else ("t", sig)
     params = getattr(type(v), "__dataclass_params__", None)
-    if params is not None and params.order and all(f.init for f in dataclasses.fields(v)):
-        sig = tuple(_order_signature(getattr(v, f.name)) for f in dataclasses.fields(v) if f.compare)
+    # Every field compared: a field ``<`` does not read would still be joined, and two records
+    # equal in order but not in that field would lose it (two labels join to an opaque one).
+    fields = dataclasses.fields(v) if params is not None else ()
+    if params is not None and params.order and all(f.init and f.compare for f in fields):
+        sig = tuple(_order_signature(getattr(v, f.name)) for f in fields)
         return None if None in sig else (type(v), sig)
     return None
 
