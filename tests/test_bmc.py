@@ -497,3 +497,42 @@ def test_a_shapes_formula_keeps_exactly_its_satisfiable_disjuncts(lo, cuts):
     s.add(base, got != formula)
     assert s.check() == z3.unsat
     assert all(lo <= a <= lo + 2 and 0 <= b <= 3 for k in kept for a, b in [(k.arg(0).arg(1).as_long(), k.arg(1).arg(1).as_long())])
+
+
+@dataclass(frozen=True, slots=True)
+class Counted:
+    a: int
+    log: tuple[int, ...]
+
+
+@invariant("bmc-a-below-2", "a stays below 2")
+def bmc_a_below_2(p, s) -> bool:
+    return s.a < 2
+
+
+class EmptyRange(Spec):
+    """The log's entries range over ``Int(1, 0)``: no state has an entry, so the shapes with one
+    are empty. Their empty interval must bound nothing (it once became a range asserted at every
+    depth, which made the bit-blasted unrolling unsatisfiable or unknown)."""
+
+    name = "bmc-empty-range"
+    invariants = (bmc_a_below_2,)
+
+    def init_states(p):
+        yield Counted(0, ())
+
+    def domain(p):
+        return d.Record(Counted, a=d.Int(0, 3), log=d.Bag(d.Int(1, 0), 1, sorted=False))
+
+    @action
+    def count(p, s):
+        if s.a < 3:
+            yield "Count", Counted(s.a + 1, s.log)
+
+
+def test_an_empty_range_of_an_empty_shape_bounds_nothing():
+    spec = EmptyRange()
+    bfs = explore(spec, list(spec.properties()))
+    for solver in ("fd", "lia"):
+        result = bmc(spec, list(spec.properties()), 4, solver=solver)
+        assert result.result == "violation" and len(result.trace) == len(bfs.trace) == 3, solver

@@ -113,11 +113,10 @@ def leave_side(split: Any) -> None:
 def drop_side(split: Split, side: bool, exc: BaseException) -> None:
     """The side raised ``exc``: recorded where (unless it is the executor's own refusal), and the
     path goes on with the other side's states."""
+    raise_pending_stop(exc)
     if split.__class__ is not Split or isinstance(exc, KafkamcError):
         raise exc
     ex = current()
-    if isinstance(exc, KafkamcError):
-        raise exc
     if ex.fatal is not None:
         raise ex.fatal from None
     split.dropped.add(side)

@@ -87,6 +87,8 @@ def ranges(layout: Layout, moves: Iterable[Move], initial: list[dict[str, z3.Exp
             if lo is None or hi is None:
                 unbounded.add(key)
                 continue
+            if lo > hi:  # no state of this shape has a value here (``Int(1, 0)``): it bounds nothing
+                continue
             o = found.setdefault(key, [lo, hi])
             o[0], o[1] = min(o[0], lo), max(o[1], hi)  # type: ignore[type-var]
         for site, alt in shape.choices:
