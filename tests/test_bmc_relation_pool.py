@@ -82,6 +82,15 @@ def test_the_wire_keeps_terms_that_print_differently():
     assert back.moves[1].action == "b/c" and back.cpu == 0.5 and back.targets == (0, 3)
 
 
+def test_a_name_smtlib_cannot_quote_is_an_error_naming_the_way_out():
+    # A set member named from a value's repr may hold a bar: Z3 prints it, and cannot read it back.
+    x = z3.Int("x.members['a|b']")
+    rel = ShapeRelation(Shape(0, ()), x >= 0, (x != 2,), z3.BoolVal(True), z3.BoolVal(False),
+                        z3.BoolVal(False), z3.BoolVal(False), (), 1, 0.1, (0,))
+    with pytest.raises(SymbolicUnsupported, match="--workers 1"):
+        decode(encode(rel))
+
+
 def test_bmc_answers_the_same_on_workers():
     spec = Pairs()
     props = [spec.property_named("bmc-log-short")]

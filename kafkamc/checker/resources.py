@@ -10,6 +10,7 @@ so that never misses.
 from __future__ import annotations
 
 import os
+import resource
 import re
 import signal
 import threading
@@ -18,7 +19,7 @@ from typing import Iterable
 
 __all__ = [
     "parse_size", "format_size", "machine_memory", "default_memory_limit", "rss", "pss", "die_with_parent",
-    "DEFAULT_MEMORY_FRACTION",
+    "cpu_seconds", "DEFAULT_MEMORY_FRACTION",
 ]
 
 # Without --max-memory, a run stops at this fraction of the machine's (or container's) memory.
@@ -27,6 +28,13 @@ DEFAULT_MEMORY_FRACTION = 0.8
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([KMGT]?)(?:I?B)?", re.IGNORECASE)
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def cpu_seconds() -> float:
+    """CPU seconds (user and system) of this process and of its waited-for children: work done
+    on worker processes counts, which ``time.process_time()`` leaves out."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def parse_size(text: str) -> int:

@@ -17,7 +17,7 @@ from kafkamc.cli.check import EXIT_FOR_RESULT
 from kafkamc.counterexamples.render import render_summary, render_trace, result_to_json
 from kafkamc.errors import UsageError
 from kafkamc.prover.bmc import ENCODINGS, bmc
-from kafkamc.prover.relation_pool import cpu_seconds
+from kafkamc.checker.resources import cpu_seconds
 from kafkamc.spec.registry import build_spec, select_properties
 from kafkamc.terminal import printable_lines
 

@@ -32,6 +32,7 @@ from typing import Any, Sequence
 import z3
 from z3 import z3core
 
+from kafkamc.checker.resources import cpu_seconds
 from kafkamc.checker.symbolic import Budget, PathLimit, SolverUnknown, concretize
 from kafkamc.checker.symbolic.values import fast_and, fast_not, fast_or
 from kafkamc.checker.watch import stop_reason
@@ -42,7 +43,7 @@ from kafkamc.prover.feasible import feasible
 from kafkamc.prover.layout import Layout
 from kafkamc.prover.ranges import Ranges, ranges
 from kafkamc.prover.relation import ShapeRelation
-from kafkamc.prover.relation_pool import cpu_seconds, relate_on_workers
+from kafkamc.prover.relation_pool import relate_on_workers
 from kafkamc.prover.relation_reach import relate_within
 from kafkamc.prover.witness import concrete_path, confirmed, incomplete, raised
 from kafkamc.result import CheckResult

@@ -13,11 +13,11 @@ number of workers. The first query in that order with a counterexample gives the
 from __future__ import annotations
 
 import multiprocessing
-import resource
 import signal
 import time
 from typing import Callable, Iterable, Sequence
 
+from kafkamc.checker.resources import cpu_seconds
 from kafkamc.checker.multicore import available_cores
 from kafkamc.errors import UsageError
 from kafkamc.invariants.api import Property
@@ -58,11 +58,6 @@ def _worker_signals() -> None:
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
-def _cpu() -> float:
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
-
 
 def prove(
     spec: Spec,
@@ -101,7 +96,7 @@ def prove(
             raise UsageError(f"parameter {name} cannot be lifted for spec {cls.name}; liftable: {allowed}")
     if cls.domain is None:
         raise UsageError(f"spec {cls.name} declares no domain(p) hook (the type of its states), which prove needs")
-    started, cpu0 = time.perf_counter(), _cpu()
+    started, cpu0 = time.perf_counter(), cpu_seconds()
     jobs = _jobs(spec, props)
     workers = max(1, min(workers or available_cores(), len(jobs)))
     _WORK = (spec, jobs, props, lifted, timeout, max_paths, counterexamples, skeletons)
@@ -138,7 +133,7 @@ def prove(
     params = {k: v for k, v in spec.p.as_dict().items() if k not in lifted}
     return ProofResult(
         spec=cls.name, params=params, result=verdict, invariants=tuple(names), lifted=lifted, lifted_from=mins,
-        seconds=round(time.perf_counter() - started, 3), cpu_seconds=round(_cpu() - cpu0, 3),
+        seconds=round(time.perf_counter() - started, 3), cpu_seconds=round(cpu_seconds() - cpu0, 3),
         queries=queries, cti=cti,
     )
 

@@ -1,7 +1,7 @@
 """The transition relation of ``bmc`` made on worker processes, one shape per task.
 
 Shapes are independent: each runs every action on its own template with its own solver
-(``relation._one``), so a shape made in a forked worker is the shape made in process. The worker
+(``relation.relate_shape``), so a shape made in a forked worker is the shape made in process. The worker
 sends it back as SMT-LIB text (``relation_wire.py``) and the parent reads the relations back in
 shape order, whatever order the workers finish in: the moves, their order and so the unrolling are
 those of the serial run for any number of workers (``tests/test_bmc_relation_pool.py`` proves each
@@ -16,11 +16,10 @@ workers'.
 from __future__ import annotations
 
 import multiprocessing
-import resource
 from typing import Any, Callable, Sequence
 
 from kafkamc.checker.symbolic import Budget, PathLimit, SolverUnknown
-from kafkamc.errors import KafkamcError
+from kafkamc.errors import KafkamcError, SymbolicUnsupported
 from kafkamc.invariants.api import Property
 from kafkamc.prover.layout import Layout, Shape
 from kafkamc.prover.prove import _worker_signals
@@ -28,7 +27,7 @@ from kafkamc.prover.relation import ShapeRelation, relate, relate_shape
 from kafkamc.prover.relation_wire import decode, encode
 from kafkamc.spec.api import Spec
 
-__all__ = ["cpu_seconds", "relate_on_workers"]
+__all__ = ["relate_on_workers"]
 
 # Set in the parent just before forking; workers read it (fork shares it without pickling).
 _WORK: tuple[Spec, tuple[Property, ...], Layout, Budget, bool] | None = None
@@ -75,7 +74,11 @@ def _made(shape: Shape) -> tuple[Any, ...]:
 def _received(outcome: tuple[Any, ...], budget: Budget) -> ShapeRelation:
     if outcome[0] == "raised":
         _kind, cls, message = outcome
-        raise cls(message)
+        try:
+            err = cls(message)
+        except TypeError:  # an error whose constructor takes more than its message (SpecRaised)
+            err = SymbolicUnsupported(message)
+        raise err
     _kind, wire, checks, seconds = outcome
     budget.paths += wire.paths
     budget.checks += checks
@@ -84,9 +87,3 @@ def _received(outcome: tuple[Any, ...], budget: Budget) -> ShapeRelation:
         raise PathLimit(f"more than {budget.max_paths} paths")
     return decode(wire)
 
-
-def cpu_seconds() -> float:
-    """CPU seconds of this process and of its waited-for children: a relation made on workers
-    costs theirs, which ``time.process_time()`` leaves out."""
-    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import z3
 
-from kafkamc.errors import SoundnessError
+from kafkamc.errors import SoundnessError, SymbolicUnsupported
 from kafkamc.prover.layout import Shape
 from kafkamc.prover.relation import Move, ShapeRelation
 
@@ -59,7 +59,12 @@ def encode(rel: ShapeRelation) -> WireRelation:
 
 def decode(wire: WireRelation) -> ShapeRelation:
     """The relation ``wire`` holds, over this process's variables of the same names."""
-    read = list(z3.parse_smt2_string(wire.text))
+    try:
+        read = list(z3.parse_smt2_string(wire.text))
+    except z3.Z3Exception as exc:  # a variable named from a value SMT-LIB cannot quote (a bar or a backslash)
+        raise SymbolicUnsupported(
+            f"bmc --workers: shape {wire.shape.index + 1}'s relation cannot be sent back from its worker as "
+            f"SMT-LIB text ({str(exc)[:120]}); run it with --workers 1") from None
     expected = 5 + wire.props + sum(1 + len(keys) for _a, keys in wire.moves)
     if len(read) != expected:
         raise SoundnessError(f"bmc: shape {wire.shape.index + 1}'s relation came back from its worker with "
