@@ -22,7 +22,7 @@ from kafkamc.prover.relation_wire import decode, encode
 from kafkamc.spec.registry import build_spec
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_bmc import ManyStarts, Pairs  # noqa: E402
+from test_bmc import ManyStarts, Pairs, _levels  # noqa: E402
 
 
 def _equivalent(a: z3.ExprRef, b: z3.ExprRef) -> bool:
@@ -114,12 +114,7 @@ def test_bmc_answers_the_same_on_workers():
 
 def _shapes_within(spec, layout: Layout, depth: int) -> set[int]:
     """The shapes of the states a breadth-first search reaches in at most ``depth`` steps."""
-    level = list(spec.initial())
-    seen = {layout.shape_with(layout.match(s).choices).index for s in level}
-    for _ in range(depth):
-        level = [nxt for s in level for _act, _label, nxt in spec.successors(s)]
-        seen |= {layout.shape_with(layout.match(s).choices).index for s in level}
-    return seen
+    return {layout.shape_with(layout.match(s).choices).index for level in _levels(spec, depth) for s in level}
 
 
 @pytest.mark.parametrize("spec, depth", [

@@ -43,7 +43,6 @@ from kafkamc.prover.feasible import feasible
 from kafkamc.prover.layout import Layout
 from kafkamc.prover.ranges import Ranges, ranges
 from kafkamc.prover.relation import ShapeRelation
-from kafkamc.prover.relation_pool import relate_on_workers
 from kafkamc.prover.relation_reach import relate_within
 from kafkamc.prover.witness import concrete_path, confirmed, incomplete, raised
 from kafkamc.result import CheckResult
@@ -60,8 +59,8 @@ SOLVERS = ("fd", "lia")
 class _Unrolling:
     """The generic step formulas (over ``x``, ``y`` and the move selector) and their copies per depth."""
 
-    def __init__(self, spec: Spec, props: tuple[Property, ...], budget: Budget, shapes: Any = None,
-                 solver: str = "fd", workers: int = 1, depth: int | None = None) -> None:
+    def __init__(self, spec: Spec, props: tuple[Property, ...], budget: Budget, shapes: Any,
+                 depth: int, solver: str = "fd", workers: int = 1) -> None:
         self.spec, self.props, self.budget = spec, props, budget
         self.logic = "QF_LIA"  # QF_FD once ``init`` has found a range for every int
         dom_of = type(spec).domain
@@ -70,10 +69,9 @@ class _Unrolling:
                                       "variables of the encoding")
         self.layout = Layout(dom_of(spec.p))
         started = cpu_seconds()
-        # Only the shapes within ``depth`` steps of an initial one (relation_reach.py); None: all.
-        self.rels: list[ShapeRelation] = (
-            relate_on_workers(spec, props, self.layout, budget, shapes, workers=workers) if depth is None
-            else relate_within(spec, props, self.layout, budget, depth, shapes, workers=workers))
+        # Only the shapes within ``depth`` steps of an initial one (relation_reach.py).
+        self.rels: list[ShapeRelation] = relate_within(spec, props, self.layout, budget, depth, shapes,
+                                                       workers=workers)
         self.relation_cpu = round(cpu_seconds() - started, 1)
         self.moves = [m for rel in self.rels for m in rel.moves]
         self.unrolled: list[z3.BoolRef] = []  # the initial states and the steps added so far
@@ -248,7 +246,7 @@ def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: floa
     un: _Unrolling | None = None
     reached = -1
     try:
-        un = _Unrolling(spec, props, budget, shapes, solver, workers, depth)
+        un = _Unrolling(spec, props, budget, shapes, depth, solver, workers)
         un.init()
         for k in range(depth + 1):
             bad = un.at(un.bad_formula, k)
