@@ -29,6 +29,7 @@ from kafkamc.checker.symbolic.values import fast_and, fast_or, fast_simplify
 from kafkamc.checker.watch import raise_pending_stop
 from kafkamc.errors import KafkamcError, SymbolicUnsupported
 from kafkamc.invariants.api import Property
+from kafkamc.prover.formula_sets import with_symbolic_sets
 from kafkamc.prover.layout import Layout, Shape
 from kafkamc.prover.merge import Guarded
 from kafkamc.prover.predicated import predicated
@@ -99,8 +100,11 @@ def relate_shape(spec: Spec, props: Sequence[Property], layout: Layout, shape: S
         return ShapeRelation(shape, false, tuple(false for _ in props), false, false, false, false, (), 0, 0.0)
     raised: list[z3.BoolRef] = []
     cons = type(spec).constraint
-    formulas = tuple(_predicate(p, pr.fn, tmpl, solver, budget, {}, raised) for pr in props)
-    expand = _predicate(p, cons, tmpl, solver, budget, {}, raised) if cons is not None else z3.BoolVal(True)
+    # The sets they build stay symbolic (formula_sets.py): hashing a symbolic epoch ran the whole
+    # formula once per value of it.
+    formulas = tuple(_predicate(p, with_symbolic_sets(pr.fn), tmpl, solver, budget, {}, raised) for pr in props)
+    expand = (_predicate(p, with_symbolic_sets(cons), tmpl, solver, budget, {}, raised) if cons is not None
+              else z3.BoolVal(True))
     found: list[tuple[str, z3.BoolRef, Any]] = []
     raised_act: list[z3.BoolRef] = []
     for act in type(spec).actions():
