@@ -14,19 +14,17 @@ every entry. ``with_symbolic_sets(fn)`` compiles the same source with
 (``kafkamc/checker/symbolic/setbuild.py``). On concrete values each is Python's own value (a test
 compares every state ``check`` reaches). A comprehension with an assignment expression, ``await``
 or ``yield`` inside, a starred display, or a function whose source is not available is left as
-written. The recompiled code keeps the spec's file name and line numbers, so the executor's guard
-inspects it as spec code and errors name the spec's lines.
+written (``recompile.py`` keeps the spec's file name and line numbers).
 """
 
 from __future__ import annotations
 
 import ast
-import inspect
-import textwrap
 import types
 from typing import Any, Callable
 
 from kafkamc.checker.symbolic import setbuild as _setbuild
+from kafkamc.prover.recompile import loaded, namespace, parsed
 
 __all__ = ["with_symbolic_sets"]
 
@@ -38,55 +36,25 @@ _namespaces: dict[str, dict[str, Any]] = {}
 
 def with_symbolic_sets(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` recompiled (and the functions of its module it calls); ``fn`` itself when its
-    source is not available or it closes over variables."""
+    source is not available, it closes over variables, or it builds no set."""
     done = _functions.get(fn)
     if done is None:
         done = fn
         if isinstance(fn, types.FunctionType) and not fn.__closure__:
-            done = _compiled(fn, _namespace(fn.__globals__)) or fn
+            ns = namespace(fn.__globals__, _namespaces, (_K, _setbuild), _compiled, _functions)
+            done = _compiled(fn, ns) or fn
         _functions[fn] = done
     return done
 
 
-def _namespace(globs: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a module's globals whose functions are their recompiled versions."""
-    name = globs.get("__name__", "")
-    ns = _namespaces.get(name)
-    if ns is not None and ns.get("__file__") == globs.get("__file__"):
-        return ns
-    ns = dict(globs)
-    ns[_K] = _setbuild
-    _namespaces[name] = ns
-    for key, value in list(globs.items()):
-        if isinstance(value, types.FunctionType) and value.__module__ == name and not value.__closure__:
-            new = _compiled(value, ns)
-            if new is not None:
-                ns[key] = new
-    return ns
-
-
 def _compiled(fn: types.FunctionType, ns: dict[str, Any]) -> Any:
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    except (OSError, TypeError, SyntaxError, IndentationError):
+    source = parsed(fn)
+    if source is None:
         return None
-    fdef = tree.body[0] if tree.body else None
-    if not isinstance(fdef, ast.FunctionDef) or fdef.name != fn.__name__:
-        return None
-    fdef.decorator_list = []
+    tree, fdef = source
     rewrite = _Rewrite(_bound_names(fdef) | set(ns) - {_K})
     fdef.body = [rewrite.visit(st) for st in fdef.body]
-    if not rewrite.changed:
-        return None
-    ast.fix_missing_locations(tree)
-    ast.increment_lineno(tree, fn.__code__.co_firstlineno - 1)
-    local: dict[str, Any] = {}
-    exec(compile(tree, fn.__code__.co_filename, "exec"), ns, local)  # noqa: S102 - the spec's own source
-    new = local[fdef.name]
-    new.__defaults__ = fn.__defaults__
-    new.__kwdefaults__ = fn.__kwdefaults__
-    new.__qualname__ = fn.__qualname__
-    return new
+    return loaded(tree, fdef, fn, ns) if rewrite.changed else None
 
 
 def _bound_names(fdef: ast.FunctionDef) -> set[str]:
