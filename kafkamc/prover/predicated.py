@@ -35,6 +35,7 @@ from typing import Any, Callable
 
 from kafkamc.prover import merge as _merge_module
 from kafkamc.prover.liveness import closure_reads, live_after, loop_head
+from kafkamc.prover.recompile import loaded, namespace, parsed
 
 __all__ = ["predicated", "LABEL"]
 
@@ -99,44 +100,16 @@ def _recompile(fn: Any) -> Any:
 
 def _namespace(globs: dict[str, Any]) -> dict[str, Any]:
     """A copy of a module's globals whose functions are their recompiled versions."""
-    name = globs.get("__name__", "")
-    ns = _namespaces.get(name)
-    if ns is not None and ns.get("__file__") == globs.get("__file__"):
-        return ns
-    ns = dict(globs)
-    ns[_K] = _merge_module
-    _namespaces[name] = ns
-    for key, value in list(globs.items()):
-        if isinstance(value, types.FunctionType) and value.__module__ == name and not value.__closure__:
-            new = _compiled(value, ns)
-            if new is not None:
-                ns[key] = new
-                _functions[value] = new
-    return ns
+    return namespace(globs, _namespaces, (_K, _merge_module), _compiled, _functions)
 
 
 def _compiled(fn: types.FunctionType, ns: dict[str, Any]) -> Any:
-    try:
-        source = textwrap.dedent(inspect.getsource(fn))
-        tree = ast.parse(source)
-    except (OSError, TypeError, SyntaxError, IndentationError):
+    source = parsed(fn)
+    if source is None or _has(source[1], (ast.Try, ast.Global, ast.Nonlocal)):
         return None
-    fdef = tree.body[0] if tree.body else None
-    if not isinstance(fdef, (ast.FunctionDef, ast.AsyncFunctionDef)) or fdef.name != fn.__name__:
-        return None
-    if isinstance(fdef, ast.AsyncFunctionDef) or _has(fdef, (ast.Try, ast.Global, ast.Nonlocal)):
-        return None
-    fdef.decorator_list = []
+    tree, fdef = source
     _Rewrite(ns).function(fdef)
-    ast.fix_missing_locations(tree)
-    ast.increment_lineno(tree, fn.__code__.co_firstlineno - 1)
-    local: dict[str, Any] = {}
-    exec(compile(tree, fn.__code__.co_filename, "exec"), ns, local)  # noqa: S102 - the spec's own source
-    new = local[fdef.name]
-    new.__defaults__ = fn.__defaults__
-    new.__kwdefaults__ = fn.__kwdefaults__
-    new.__qualname__ = fn.__qualname__
-    return new
+    return loaded(tree, fdef, fn, ns)
 
 
 # -- AST helpers ---------------------------------------------------------------------------------
