@@ -5,6 +5,7 @@ whose ``{entry.epoch for entry in d.log[first:] if entry.pid == pid}`` ran once 
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import time
@@ -15,7 +16,7 @@ from enum import IntEnum
 import pytest
 import z3
 
-from kafkamc.checker.symbolic import Budget, Explorer, SymSet
+from kafkamc.checker.symbolic import Budget, Explorer, SymBool, SymInt, SymSet
 from kafkamc.errors import SymbolicUnsupported
 from kafkamc.prover.formula_sets import with_symbolic_sets
 from kafkamc.prover.layout import Layout
@@ -160,32 +161,59 @@ def _reached(spec):
     return seen
 
 
+def _structure(v):
+    """What makes a state's shape: the lengths of its tuples (a bag's length), nested."""
+    if isinstance(v, tuple):
+        return (len(v),) + tuple(_structure(x) for x in v)
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return tuple(_structure(getattr(v, f.name)) for f in dataclasses.fields(v))
+    return None
+
+
+def _valuation(tmpl, v, out):
+    """(variable, value) of each leaf of ``tmpl`` (a shape's template) in the state ``v``."""
+    if isinstance(tmpl, SymInt):
+        out.append((tmpl.z, z3.IntVal(int(v))))
+    elif isinstance(tmpl, SymBool):
+        out.append((tmpl.z, z3.BoolVal(bool(v))))
+    elif isinstance(tmpl, SymSet):
+        out.extend((b, z3.BoolVal(e in v)) for e, b in zip(tmpl.elems, tmpl.bits))
+    elif isinstance(tmpl, tuple):
+        for t, x in zip(tmpl, v, strict=True):
+            _valuation(t, x, out)
+    elif dataclasses.is_dataclass(tmpl) and not isinstance(tmpl, type):
+        for f in dataclasses.fields(tmpl):
+            _valuation(getattr(tmpl, f.name), getattr(v, f.name), out)
+    return out
+
+
 def compared_on_reached(ref: str, params: list[str], names: tuple[str, ...] = ()) -> tuple[int, int]:
     """The formula of each invariant (of ``names``; default every one), as the relation makes it
-    per shape, against Python's value on every reached state (its variables made the state's
-    values); (states, violations seen)."""
+    per shape, against Python's value on every reached state (the shape's variables made the
+    state's values); (states, violations seen)."""
     spec = build_spec(ref, params)
     layout = Layout(type(spec).domain(spec.p))
     props = [pr for pr in spec.properties() if pr.kind == "invariant" and (not names or pr.name in names)]
-    by_shape: dict[int, list] = {}
+    by_structure: dict = {}
     for s in _reached(spec):
-        m = layout.match(s)
-        by_shape.setdefault(layout.shape_with(m.choices).index, []).append((s, m))
+        by_structure.setdefault(_structure(s), []).append(s)
     budget = Budget(deadline=time.monotonic() + 3600, max_paths=10**7)
     violations = 0
-    for index, states in sorted(by_shape.items()):
-        tmpl, facts = layout.template(layout.shapes[index], "x")
+    for states in by_structure.values():
+        shape = layout.shape_with(layout.match(states[0]).choices)
+        tmpl, facts = layout.template(shape, "x")
         solver = z3.Solver()
         solver.add(z3.And(facts))
         assert solver.check() == z3.sat
-        for pr in props:
-            formula = _predicate(spec.p, with_symbolic_sets(pr.fn), tmpl, solver, budget, {}, [])
-            for s, m in states:
-                got = z3.simplify(z3.substitute(formula, *[(layout.variables[k], t) for k, t in m.terms.items()]))
+        formulas = [(pr, _predicate(spec.p, with_symbolic_sets(pr.fn), tmpl, solver, budget, {}, [])) for pr in props]
+        for s in states:
+            values = _valuation(tmpl, s, [])
+            for pr, formula in formulas:
+                got = z3.simplify(z3.substitute(formula, *values))
                 want = pr.fn(spec.p, s)
                 assert (z3.is_true(got) if want else z3.is_false(got)), (pr.name, s, got)
                 violations += not want
-    return sum(len(v) for v in by_shape.values()), violations
+    return sum(len(v) for v in by_structure.values()), violations
 
 
 _HANGING = ("no-hanging-transaction",)
