@@ -87,6 +87,15 @@ class Items(list):
         list.extend(self, [item for _c, item in made])
         self.conds = [c for c, _item in made]
 
+    def extend_guarded(self, pairs: Any) -> None:
+        """Append each (condition or None, item) with its condition (``merge.apart``)."""
+        if self.choice is not None:
+            raise unsupported("appending to a list joined from two branches")
+        guard = _guard()
+        for cond, item in pairs:
+            list.append(self, item)
+            self.conds.append(cond if guard is None else guard if cond is None else fast_and([guard, cond]))
+
     def extend(self, more: Any) -> None:
         for item in more:
             self.append(item)

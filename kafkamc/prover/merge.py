@@ -32,7 +32,7 @@ from kafkamc.prover.items import Items, items, running
 
 __all__ = ["UNBOUND", "Label", "Split", "Guarded", "region", "test", "enter_side", "leave_side", "drop_side", "run_side", "ite", "merge", "ifexp", "and_", "or_", "and_t", "or_t", "not_", "in_", "eq",
            "ne", "len_", "any_", "all_", "sorted_", "members", "truth_of",
-           "Items", "items", "successors", "index_", "replace_at", "finite", "each"]
+           "Items", "items", "successors", "index_", "replace_at", "finite", "each", "apart"]
 
 _MAX_SORTED = 6  # longest sequence sorted by compare-exchange (n(n-1)/2 joins); longer ones fork
 
@@ -162,6 +162,18 @@ def region(split: Any, then: Callable[[], Any], other: Callable[[], Any]) -> Any
     found = current().region([(split.cond, then), (fast_not(split.cond), other)])
     return [Guarded(fast_and([cond, item.cond]) if isinstance(item, Guarded) else cond, item)
             for cond, item in found]
+
+
+def apart(split: Any, then: Callable[[], Any], other: Callable[[], Any]) -> list[tuple[Any, Any]]:
+    """(condition or None, item) of what ``if C: A else: B`` appends to a list of guarded items
+    when A and B append to their own list and yield its ``guarded()`` pairs: each side's paths
+    explored on their own (``Explorer.region``), as ``region`` does for yields."""
+    if split is True:
+        return list(then())
+    if split is False:
+        return list(other())
+    found = current().region([(split.cond, then), (fast_not(split.cond), other)])
+    return [(cond if inner is None else fast_and([cond, inner]), item) for cond, (inner, item) in found]
 
 
 def ite(split: Split, a: Any, b: Any) -> Any:
@@ -397,26 +409,40 @@ def each(items: Any, body: Callable[[Any], None], owners: Any, globs: Any) -> No
     (``_visible_after`` slicing a log at a symbolic high watermark) no longer multiply over the
     items, and each path's copy becomes an item of its own, under the path's condition.
 
-    Exact when the item's records are nobody else's: no other item, argument or global holds
-    them (then nothing can tell the copy written from the record Python writes). When one does,
-    Python's loop on the settled list (a fork on each condition)."""
+    The body always writes copies: a record may be an item a region yielded, which every later
+    path of the exploration gets again (the region is replayed, not run again), so a write in
+    place would leak from one path into the next. Two items holding one record (an action that
+    appends a successor twice) are copied together, keeping that record shared, and run as
+    Python's loop (a fork on each condition). A record the arguments or the module hold is
+    written in place, as the code is written."""
     ex = running()
     if not isinstance(items, Items) or ex is None:
         for item in items:
             body(item)
         return
-    pairs = list(items.guarded())
-    # Under a guard the loop runs only on some states: its items stay as they were on the others.
-    if ex.guards or not _owned_apart(pairs, owners, globs):
-        for item in items.settled():
-            body(item)
-        return
-    made: list[tuple[Any, Any]] = []
-    for cond, item in pairs:
+    pairs = []
+    for cond, item in items.guarded():
         if isinstance(item, Guarded):
             cond = item.cond if cond is None else fast_and([cond, item.cond])
             item = tuple(item)
-
+        pairs.append((cond, item))
+    taken = _held(owners, globs)
+    records = [_records(item) for _cond, item in pairs]
+    # Under a guard the loop runs only on some states: its items stay as they were on the others.
+    if ex.guards or any(r & taken for r in records):
+        for item in items.settled():
+            body(item)
+        return
+    shared = sum(len(r) for r in records) != len(frozenset().union(*records)) if records else False
+    if shared:
+        copies = copy.deepcopy([item for _cond, item in pairs])  # one memo: a shared record stays shared
+        for (cond, _item), mine in zip(pairs, copies):
+            if cond is None or ex.decide(cond):
+                body(mine)
+        items.replace([(cond, mine) for (cond, _item), mine in zip(pairs, copies)])
+        return
+    made: list[tuple[Any, Any]] = []
+    for cond, item in pairs:
         def run(item: Any = item) -> Iterator[Any]:
             mine = copy.deepcopy(item)  # symbolic values are shared, the records copied
             body(mine)
@@ -442,8 +468,14 @@ def _objects(value: Any, out: set[int], depth: int = 0) -> None:
             _objects(getattr(value, f.name, None), out, depth + 1)
 
 
-def _owned_apart(pairs: list[tuple[Any, Any]], owners: Any, globs: Any) -> bool:
-    """Whether the records of each item are its own: in no other item, argument or global."""
+def _records(item: Any) -> frozenset[int]:
+    found: set[int] = set()
+    _objects(item, found)
+    return frozenset(found)
+
+
+def _held(owners: Any, globs: Any) -> frozenset[int]:
+    """The records the function's arguments and its module's globals hold."""
     taken: set[int] = set()
     _objects(owners, taken)
     if globs is not None:
@@ -453,13 +485,7 @@ def _owned_apart(pairs: list[tuple[Any, Any]], owners: Any, globs: Any) -> bool:
             _objects(tuple(v for v in globs.values() if isinstance(v, tuple) or dataclasses.is_dataclass(v)), found)
             known = _global_objects[id(globs)] = (globs, frozenset(found))
         taken |= known[1]
-    for _cond, item in pairs:
-        mine: set[int] = set()
-        _objects(item, mine)
-        if mine & taken:
-            return False
-        taken |= mine
-    return True
+    return frozenset(taken)
 
 
 def finite(value: Any) -> bool:

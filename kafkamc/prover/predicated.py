@@ -788,11 +788,11 @@ class _Rewrite(ast.NodeTransformer):
             sides.append(ast.FunctionDef(
                 name=f"{s}_{tag}", args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
                 body=[ast.Assign(targets=[_name(target, ast.Store())], value=_call(_k("items")))] + (block or [])
-                + [ast.Expr(ast.YieldFrom(_call(_k("successors"), _name(target))))],
+                + [ast.Expr(ast.YieldFrom(_call(ast.Attribute(_name(target), "guarded", ast.Load()))))],
                 decorator_list=[], returns=None, type_comment=None))
         return [ast.Assign(targets=[_name(s, ast.Store())], value=_call(_k("test"), test)), *sides,
-                ast.Expr(_call(ast.Attribute(_name(target), "extend", ast.Load()),
-                               _call(_k("region"), _name(s), _name(f"{s}_t"), _name(f"{s}_f"))))]
+                ast.Expr(_call(ast.Attribute(_name(target), "extend_guarded", ast.Load()),
+                               _call(_k("apart"), _name(s), _name(f"{s}_t"), _name(f"{s}_f"))))]
 
     # -- expressions ---------------------------------------------------------------------------
     def visit_Lambda(self, node: ast.Lambda) -> ast.expr:
