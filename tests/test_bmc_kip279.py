@@ -7,6 +7,7 @@ shortest violation is ``check``'s."""
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from functools import wraps
@@ -24,6 +25,7 @@ from kafkamc.prover.merge import Guarded, index_, merge, replace_at, successors
 from kafkamc.prover.predicated import predicated
 from kafkamc.prover.relation import relate
 from kafkamc.spec import domain as d
+from kafkamc.spec.registry import build_spec
 
 from test_bmc_predicated import _step, compared_on_reached
 
@@ -241,3 +243,17 @@ def test_only_collections_are_run_to_the_end_with_a_flag(value, finite):
     from kafkamc.prover.merge import finite as is_finite
 
     assert is_finite(value) is finite
+
+
+# Minutes of CPU (108 shapes, 11 depths): run with KAFKAMC_SLOW_TESTS=1.
+_slow = pytest.mark.skipif(not os.environ.get("KAFKAMC_SLOW_TESTS"), reason="slow: set KAFKAMC_SLOW_TESTS=1")
+
+
+@_slow
+def test_bmc_reproduces_the_kip279_strong_isr_violation_at_replicas_2():
+    spec = build_spec("replication", ["replicas=2", "truncation=kip279"])
+    props = [spec.property_named("strong-isr")]
+    bfs = explore(spec, props)
+    assert bfs.result == "violation" and len(bfs.trace) == 12
+    r = bmc(spec, props, 11, workers=2)
+    assert r.result == "violation" and len(r.trace) == len(bfs.trace)
