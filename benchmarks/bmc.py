@@ -55,6 +55,9 @@ CONFIGS = {
     "transactions-tv1-d8": ("transactions", ["version=tv1"], "no-hanging-transaction", 8),
     "group-raw": ("group", ["sticky_claims=raw"], "no-double-assignment", 13),
     "replication-kip279": ("replication", ["replicas=3", "truncation=kip279"], "strong-isr", 10),
+    # The same rule at replicas=2: 108 shapes, the violation 11 steps deep (12 states; docs/bmc.md,
+    # "What is not reproduced", has both runs).
+    "replication-kip279-r2": ("replication", ["replicas=2", "truncation=kip279"], "strong-isr", 11),
 }
 
 

@@ -18,7 +18,7 @@ moment). A loop's ``else`` jumps for the loop around that loop.
 from __future__ import annotations
 
 import ast
-__all__ = ["live_after", "loop_head", "closure_reads"]
+__all__ = ["live_after", "live_in", "loop_head", "closure_reads"]
 
 # (live at the loop's head, live after the loop): where continue and break go.
 _Loop = tuple[frozenset[str], frozenset[str]]
@@ -59,6 +59,11 @@ def loop_head(st: ast.For | ast.While, body: list[ast.stmt], out: frozenset[str]
         if new == head:
             return head
         head = new
+
+
+def live_in(stmts: list[ast.stmt], out: frozenset[str], loop: _Loop | None) -> frozenset[str]:
+    """The names live before ``stmts`` when ``out`` is live after them."""
+    return _block_in(stmts, out, loop)
 
 
 def _block_in(stmts: list[ast.stmt], out: frozenset[str], loop: _Loop | None) -> frozenset[str]:

@@ -15,6 +15,7 @@ state is one that raised, as for an action that raises without guards.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from typing import Any, Callable, Iterable, Iterator
 
@@ -27,9 +28,11 @@ from kafkamc.checker.symbolic.state import equal, int_terms, lex_le
 from kafkamc.checker.symbolic.values import _Opaque, as_arith, as_bool, bool_value, fast_and, fast_not, fast_or, fast_simplify
 from kafkamc.checker.watch import raise_pending_stop
 from kafkamc.errors import KafkamcError
+from kafkamc.prover.items import Items, items, running
 
 __all__ = ["UNBOUND", "Label", "Split", "Guarded", "region", "test", "enter_side", "leave_side", "drop_side", "run_side", "ite", "merge", "ifexp", "and_", "or_", "and_t", "or_t", "not_", "in_", "eq",
-           "ne", "len_", "any_", "all_", "sorted_", "members", "truth_of"]
+           "ne", "len_", "any_", "all_", "sorted_", "members", "truth_of",
+           "Items", "items", "successors", "index_", "replace_at", "finite", "each", "apart"]
 
 _MAX_SORTED = 6  # longest sequence sorted by compare-exchange (n(n-1)/2 joins); longer ones fork
 
@@ -161,6 +164,18 @@ def region(split: Any, then: Callable[[], Any], other: Callable[[], Any]) -> Any
             for cond, item in found]
 
 
+def apart(split: Any, then: Callable[[], Any], other: Callable[[], Any]) -> list[tuple[Any, Any]]:
+    """(condition or None, item) of what ``if C: A else: B`` appends to a list of guarded items
+    when A and B append to their own list and yield its ``guarded()`` pairs: each side's paths
+    explored on their own (``Explorer.region``), as ``region`` does for yields."""
+    if split is True:
+        return list(then())
+    if split is False:
+        return list(other())
+    found = current().region([(split.cond, then), (fast_not(split.cond), other)])
+    return [(cond if inner is None else fast_and([cond, inner]), item) for cond, (inner, item) in found]
+
+
 def ite(split: Split, a: Any, b: Any) -> Any:
     """The value that is ``a`` on the then side and ``b`` on the else side of ``split``."""
     if True in split.dropped:
@@ -191,6 +206,10 @@ def merge(c: z3.BoolRef, a: Any, b: Any) -> Any:
         return a
     if a is UNBOUND or b is UNBOUND:
         return _fork(c, a, b)
+    if (isinstance(a, Items) or isinstance(b, Items)) and all(isinstance(v, (list, tuple)) for v in (a, b)):
+        # Two lists of items (``return ()`` on one side, ``return out`` on the other): each item
+        # under its side, and settled (a fork on ``c``) by any use that is not a guard-aware one.
+        return Items.joined(c, a, b)
     if isinstance(a, (bool, SymBool)) and isinstance(b, (bool, SymBool)):
         if isinstance(a, bool) and isinstance(b, bool) and a == b:
             return a
@@ -366,13 +385,167 @@ def all_(items: Iterable[Any]) -> Any:
 
 def members(items: Any) -> Iterator[tuple[Any, Any]]:
     """(element, whether it is there) of an iterable: True for each element of a concrete one,
-    the membership of each possible member of a symbolic set."""
+    the membership of each possible member of a symbolic set, the condition of each item of a
+    list of guarded items (``items.py``)."""
     if isinstance(items, SymSet):
         for e, b in zip(items.elems, items.bits):
             yield e, SymBool(b)
+    elif isinstance(items, Items):
+        for cond, e in items.guarded():
+            if isinstance(e, Guarded):
+                cond = e.cond if cond is None else fast_and([cond, e.cond])
+                e = tuple(e)
+            yield e, (True if cond is None else SymBool(cond))
     else:
         for e in items:
             yield e, True
+
+
+def each(items: Any, body: Callable[[Any], None], owners: Any, globs: Any) -> None:
+    """``for item in items: body(item)`` where ``body`` only writes slots of the item's records
+    (``_tracking``'s ``_set_visible(n, _visible_after(n, seen))``, ``predicated.py`` checks it)
+    and ``items`` is read nowhere else. On a list of guarded items each item is explored on its
+    own, under its condition, on a copy of its records (``Explorer.region``): the body's forks
+    (``_visible_after`` slicing a log at a symbolic high watermark) no longer multiply over the
+    items, and each path's copy becomes an item of its own, under the path's condition.
+
+    The body always writes copies: a record may be an item a region yielded, which every later
+    path of the exploration gets again (the region is replayed, not run again), so a write in
+    place would leak from one path into the next. Two items holding one record (an action that
+    appends a successor twice) are copied together, keeping that record shared, and run as
+    Python's loop (a fork on each condition). A record the arguments or the module hold is
+    written in place, as the code is written."""
+    ex = running()
+    if not isinstance(items, Items) or ex is None:
+        for item in items:
+            body(item)
+        return
+    pairs = []
+    for cond, item in items.guarded():
+        if isinstance(item, Guarded):
+            cond = item.cond if cond is None else fast_and([cond, item.cond])
+            item = tuple(item)
+        pairs.append((cond, item))
+    taken = _held(owners, globs)
+    records = [_records(item) for _cond, item in pairs]
+    # Under a guard the loop runs only on some states: its items stay as they were on the others.
+    if ex.guards or any(r & taken for r in records):
+        for item in items.settled():
+            body(item)
+        return
+    shared = sum(len(r) for r in records) != len(frozenset().union(*records)) if records else False
+    if shared:
+        copies = copy.deepcopy([item for _cond, item in pairs])  # one memo: a shared record stays shared
+        for (cond, _item), mine in zip(pairs, copies):
+            if cond is None or ex.decide(cond):
+                body(mine)
+        items.replace([(cond, mine) for (cond, _item), mine in zip(pairs, copies)])
+        return
+    made: list[tuple[Any, Any]] = []
+    for cond, item in pairs:
+        def run(item: Any = item) -> Iterator[Any]:
+            mine = copy.deepcopy(item)  # symbolic values are shared, the records copied
+            body(mine)
+            yield mine
+
+        made.extend(ex.region([(_TRUE if cond is None else cond, run)]))
+    items.replace(made)
+
+
+_global_objects: dict[int, tuple[Any, frozenset[int]]] = {}
+
+
+def _objects(value: Any, out: set[int], depth: int = 0) -> None:
+    """The ids of the records (dataclass instances: what a slot write changes) inside ``value``."""
+    if depth > 8:
+        return
+    if isinstance(value, (tuple, list)):
+        for v in value:
+            _objects(v, out, depth + 1)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out.add(id(value))
+        for f in dataclasses.fields(value):
+            _objects(getattr(value, f.name, None), out, depth + 1)
+
+
+def _records(item: Any) -> frozenset[int]:
+    found: set[int] = set()
+    _objects(item, found)
+    return frozenset(found)
+
+
+def _held(owners: Any, globs: Any) -> frozenset[int]:
+    """The records the function's arguments and its module's globals hold."""
+    taken: set[int] = set()
+    _objects(owners, taken)
+    if globs is not None:
+        known = _global_objects.get(id(globs))
+        if known is None or known[0] is not globs:
+            found: set[int] = set()
+            _objects(tuple(v for v in globs.values() if isinstance(v, tuple) or dataclasses.is_dataclass(v)), found)
+            known = _global_objects[id(globs)] = (globs, frozenset(found))
+        taken |= known[1]
+    return frozenset(taken)
+
+
+def finite(value: Any) -> bool:
+    """Whether iterating ``value`` to its end is harmless: a collection, not an iterator (a loop
+    that breaks is run to the end with a flag only over one, ``predicated.py``)."""
+    return isinstance(value, (tuple, list, range, frozenset, set, dict, str, SymSet))
+
+
+def successors(result: Any) -> Iterator[Any]:
+    """The items of an action's result, each guarded item as a ``Guarded`` (the relation adds its
+    condition to the path's); a guarded item that is not a pair is decided on the path."""
+    if not isinstance(result, Items):
+        yield from result
+        return
+    for cond, item in result.guarded():
+        if isinstance(item, Guarded):
+            cond = item.cond if cond is None else fast_and([cond, item.cond])
+        if cond is None:
+            yield item
+        elif isinstance(item, tuple):
+            yield Guarded(cond, item)
+        elif current().decide(cond):
+            yield item
+
+
+def _in_range(i: SymInt, lo: int, hi: int) -> bool:
+    """Whether ``lo <= i < hi`` on every state of the path (and its guards)."""
+    return test(SymBool(z3.And(i.z >= lo, i.z < hi))) is True
+
+
+def index_(seq: Any, i: Any) -> Any:
+    """``seq[i]``: for a tuple and a symbolic index that is in range on every state of the path,
+    the join of the elements under ``i == position`` (Python's ``__index__`` forks on each value
+    of ``i``); anything else is Python's own indexing."""
+    if i.__class__ is not SymInt or seq.__class__ is not tuple or not seq:
+        return seq[i]
+    n = len(seq)
+    if not _in_range(i, -n, n):
+        return seq[i]
+    value = seq[n - 1]
+    for j in range(n - 2, -1, -1):
+        at = fast_simplify(z3.Or(i.z == j, i.z == j - n))
+        known = bool_value(at)
+        if known is False:
+            continue
+        value = seq[j] if known else merge(at, seq[j], value)
+    return value
+
+
+def replace_at(seq: Any, i: Any, x: Any) -> Any:
+    """``seq[:i] + (x,) + seq[i + 1:]``: for a tuple and a symbolic ``i`` within ``0..len-1`` on
+    every state of the path, each position joined under ``i == position``; else Python's."""
+    if i.__class__ is not SymInt or seq.__class__ is not tuple or not _in_range(i, 0, len(seq)):
+        return seq[:i] + (x,) + seq[i + 1:]
+    out = []
+    for j, old in enumerate(seq):
+        at = fast_simplify(i.z == j)
+        known = bool_value(at)
+        out.append(old if known is False else x if known else merge(at, x, old))
+    return tuple(out)
 
 
 def _order_signature(v: Any) -> Any:

@@ -34,14 +34,14 @@ import types
 from typing import Any, Callable
 
 from kafkamc.prover import merge as _merge_module
-from kafkamc.prover.liveness import closure_reads, live_after, loop_head
-from kafkamc.prover.recompile import loaded, namespace, parsed
+from kafkamc.prover.liveness import closure_reads, live_after, live_in, loop_head
 
 __all__ = ["predicated", "LABEL"]
 
 LABEL = "\u27e8label\u27e9"  # what an action's f-string label is in the relation
 _K = "_kmc"  # the runtime module's name in a recompiled function's globals
 _RET = "_kmc_ret"
+_BROKE = "_kmc_broke"  # a loop's flag saying it broke (``_Rewrite.breaks``): joined like the spec's locals
 _MUTATORS = frozenset({"append", "add", "extend", "update", "pop", "remove", "discard", "insert", "clear",
                        "setdefault", "sort", "reverse", "popitem", "__set__", "__setitem__", "__delitem__",
                        "intersection_update", "difference_update", "symmetric_difference_update", "send",
@@ -88,10 +88,15 @@ def _recompile(fn: Any) -> Any:
         return fn
     ns = _namespace(fn.__globals__)
     if fn.__closure__:
-        # A decorator's wrapper (``@_tracking``): its own code as written, what it closes over
-        # recompiled.
-        cells = tuple(types.CellType(predicated(c.cell_contents)) if isinstance(c.cell_contents, types.FunctionType)
-                      else c for c in fn.__closure__)
+        # A decorator's wrapper (``@_tracking``): recompiled too, so that it takes the guarded
+        # items of the function it wraps with their guards; what it closes over recompiled. When
+        # its source cannot be, its own code as written.
+        values = [predicated(c.cell_contents) if isinstance(c.cell_contents, types.FunctionType) else c.cell_contents
+                  for c in fn.__closure__]
+        made = _compiled(fn, ns, values)
+        if made is not None:
+            return made
+        cells = tuple(types.CellType(v) for v in values)
         new = types.FunctionType(fn.__code__, ns, fn.__name__, fn.__defaults__, cells)
         new.__kwdefaults__ = fn.__kwdefaults__
         return new
@@ -100,16 +105,55 @@ def _recompile(fn: Any) -> Any:
 
 def _namespace(globs: dict[str, Any]) -> dict[str, Any]:
     """A copy of a module's globals whose functions are their recompiled versions."""
-    return namespace(globs, _namespaces, (_K, _merge_module), _compiled, _functions)
+    name = globs.get("__name__", "")
+    ns = _namespaces.get(name)
+    if ns is not None and ns.get("__file__") == globs.get("__file__"):
+        return ns
+    ns = dict(globs)
+    ns[_K] = _merge_module
+    _namespaces[name] = ns
+    for key, value in list(globs.items()):
+        if isinstance(value, types.FunctionType) and value.__module__ == name and not value.__closure__:
+            new = _compiled(value, ns)
+            if new is not None:
+                ns[key] = new
+                _functions[value] = new
+    return ns
 
 
-def _compiled(fn: types.FunctionType, ns: dict[str, Any]) -> Any:
-    source = parsed(fn)
-    if source is None or _has(source[1], (ast.Try, ast.Global, ast.Nonlocal)):
+def _compiled(fn: types.FunctionType, ns: dict[str, Any], free: list[Any] | None = None) -> Any:
+    """``fn`` recompiled in ``ns``, or None; ``free``: the values of its closure's variables (a
+    wrapper is compiled inside a function taking them, which returns it)."""
+    try:
+        # The code's own source: a wrapper's ``__wrapped__`` would lead getsource to the wrapped one.
+        source = textwrap.dedent(inspect.getsource(fn.__code__))
+        tree = ast.parse(source)
+    except (OSError, TypeError, SyntaxError, IndentationError):
         return None
-    tree, fdef = source
+    fdef = tree.body[0] if tree.body else None
+    if not isinstance(fdef, (ast.FunctionDef, ast.AsyncFunctionDef)) or fdef.name != fn.__code__.co_name:
+        return None
+    if isinstance(fdef, ast.AsyncFunctionDef) or _has(fdef, (ast.Try, ast.Global, ast.Nonlocal)):
+        return None
+    fdef.decorator_list = []
     _Rewrite(ns).function(fdef)
-    return loaded(tree, fdef, fn, ns)
+    names = fn.__code__.co_freevars
+    if free is not None:
+        tree.body = [ast.FunctionDef(
+            name=_K + "_closure", args=ast.arguments(posonlyargs=[], args=[ast.arg(x) for x in names], kwonlyargs=[],
+                                                     kw_defaults=[], defaults=[]),
+            body=[fdef, ast.Return(value=_name(fdef.name))], decorator_list=[], returns=None, type_comment=None)]
+    ast.fix_missing_locations(tree)
+    ast.increment_lineno(tree, fn.__code__.co_firstlineno - 1)
+    local: dict[str, Any] = {}
+    exec(compile(tree, fn.__code__.co_filename, "exec"), ns, local)  # noqa: S102 - the spec's own source
+    new = local[fdef.name] if free is None else local[_K + "_closure"](*free)
+    if free is not None and new.__code__.co_freevars != names:
+        return None  # the source binds its free names otherwise than the code we were given
+    new.__defaults__ = fn.__defaults__
+    new.__kwdefaults__ = fn.__kwdefaults__
+    new.__qualname__ = fn.__qualname__
+    return new
 
 
 # -- AST helpers ---------------------------------------------------------------------------------
@@ -159,7 +203,7 @@ def _stores(stmts: list[ast.stmt]) -> list[str]:
     for n in _walk_in_order(stmts):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
             out[n.id] = None
-    return [x for x in out if not x.startswith("_kmc") or x == _RET]
+    return [x for x in out if not x.startswith("_kmc") or x == _RET or x.startswith(_BROKE)]
 
 
 def _walk_in_order(stmts: list[ast.stmt]) -> Any:
@@ -171,7 +215,7 @@ def _walk_in_order(stmts: list[ast.stmt]) -> Any:
 # -- early exits: continue and return as else branches -------------------------------------------
 
 def _exits(stmts: list[ast.stmt], kind: type) -> bool:
-    return any(isinstance(n, kind) for n in _own_nodes(stmts, kind is ast.Continue))
+    return any(isinstance(n, kind) for n in _own_nodes(stmts, kind in (ast.Continue, ast.Break)))
 
 
 def _ends(stmts: list[ast.stmt], kind: type) -> bool:
@@ -214,6 +258,19 @@ class _Pure:
 
     def __init__(self, ns: dict[str, Any]) -> None:
         self.ns = ns
+        self.item_lists: frozenset[str] = frozenset()  # lists of guarded items (``items.py``)
+        self.slot_targets: frozenset[str] = frozenset()  # the item a loop over such a list is at
+
+    def slot_write(self, v: ast.expr, ns: dict[str, Any], fresh: set[str]) -> bool:
+        """``Cls.field.__set__(item, value)`` (a slot written in place) on the item the loop is at:
+        run under the item's condition, see ``merge.members``."""
+        if not (isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and not v.keywords and len(v.args) == 2
+                and isinstance(v.args[0], ast.Name) and v.args[0].id in self.slot_targets):
+            return False
+        target = ns.get(v.func.id)
+        return (isinstance(target, types.MethodWrapperType) and target.__name__ == "__set__"
+                and isinstance(getattr(target, "__self__", None), types.MemberDescriptorType)
+                and self.expr(v.args[1], ns, fresh))
 
     def callee(self, func: ast.expr, ns: dict[str, Any], fresh: set[str]) -> bool:
         if isinstance(func, ast.Attribute):
@@ -241,7 +298,7 @@ class _Pure:
         for n in ast.walk(e):
             if isinstance(n, (ast.NamedExpr, ast.Await)):
                 return False
-            if isinstance(n, ast.Call) and not self.callee(n.func, ns, fresh):
+            if isinstance(n, ast.Call) and not self.callee(n.func, ns, fresh) and not _next_of_made(n, ns):
                 return False
         return True
 
@@ -249,6 +306,7 @@ class _Pure:
         """Whether ``stmts`` only bind locals, yield, and mutate containers named in ``fresh``
         (made by this code itself: a region's own lists)."""
         ns = self.ns
+        fresh = fresh | self.item_lists
         f = set(fresh)
         for st in stmts:
             if isinstance(st, ast.Assign):
@@ -263,6 +321,8 @@ class _Pure:
                 if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr in _MUTATORS:
                     if not self.expr(v, ns, f):
                         return False
+                elif self.slot_write(v, ns, f):
+                    continue
                 elif not isinstance(v, (ast.Yield, ast.YieldFrom)) or (v.value is not None and not self.expr(v.value, ns, f)):
                     return False
             elif isinstance(st, ast.Pass):
@@ -287,22 +347,63 @@ class _Pure:
         return True
 
 
-def _fresh_containers(stmts: list[ast.stmt]) -> frozenset[str]:
-    """Names every assignment of which (in ``stmts``) makes a new list, dict or set."""
+def _next_of_made(n: ast.Call, ns: dict[str, Any]) -> bool:
+    """``next(x for ...)`` (or with a default): the iterator it advances is made right there."""
+    return (isinstance(n.func, ast.Name) and n.func.id == "next" and "next" not in ns and not n.keywords
+            and 1 <= len(n.args) <= 2 and isinstance(n.args[0], ast.GeneratorExp))
+
+
+def _fresh_containers(stmts: list[ast.stmt], pure: "_Pure | None" = None, ns: dict[str, Any] | None = None) -> frozenset[str]:
+    """Names every assignment of which (in ``stmts``) makes a new list, dict or set: a literal, a
+    comprehension, ``list()``, or (given ``pure`` and ``ns``) a call of a function of the spec that
+    mutates nothing it did not make and returns a list it made (``_epoch_cache``)."""
     made: dict[str, bool] = {}
     for n in _walk_in_order(stmts):
-        if isinstance(n, ast.Assign):
-            new = isinstance(n.value, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)) or (
-                isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Name) and n.value.func.id in _FRESH_CALLS)
-            for t in n.targets:
+        if isinstance(n, ast.Assign) or (isinstance(n, ast.AnnAssign) and n.value is not None):
+            v = n.value
+            new = isinstance(v, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)) or (
+                isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id in _FRESH_CALLS) or (
+                pure is not None and isinstance(v, ast.Call) and isinstance(v.func, ast.Name)
+                and _returns_fresh(ns.get(v.func.id), pure))
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
                 for x in ast.walk(t):
                     if isinstance(x, ast.Name):
                         made[x.id] = made.get(x.id, True) and new
         elif isinstance(n, (ast.AugAssign, ast.AnnAssign, ast.For, ast.comprehension)):
-            for x in ast.walk(n.target):
+            for x in ast.walk(n.target):  # an annotation without a value binds nothing new
                 if isinstance(x, ast.Name):
                     made[x.id] = False
     return frozenset(k for k, v in made.items() if v)
+
+
+_fresh_returns: dict[Any, bool] = {}
+
+
+def _returns_fresh(fn: Any, pure: "_Pure") -> bool:
+    """Whether ``fn`` is a spec function that mutates nothing it did not make and returns, on
+    every return, a list, dict or set it made: its result is a new container nobody else holds."""
+    if not isinstance(fn, types.FunctionType) or fn.__closure__:
+        return False
+    key = fn.__code__
+    known = _fresh_returns.get(key)
+    if known is not None:
+        return known
+    _fresh_returns[key] = False  # recursion: not assumed
+    try:
+        fdef = ast.parse(textwrap.dedent(inspect.getsource(fn))).body[0]
+    except (OSError, TypeError, SyntaxError, IndentationError, IndexError):
+        return False
+    if not isinstance(fdef, ast.FunctionDef) or _is_generator(fdef) or not _pure_function(fn, pure):
+        return False
+    args = {a.arg for a in fdef.args.args + fdef.args.posonlyargs + fdef.args.kwonlyargs}
+    ns = fn.__globals__ if fn.__globals__.get("__name__") != pure.ns.get("__name__") else pure.ns
+    mine = _fresh_containers(fdef.body, pure, ns) - args
+    returns = [n for n in _own_nodes(fdef.body, False) if isinstance(n, ast.Return)]
+    verdict = bool(returns) and all(
+        isinstance(r.value, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp))
+        or (isinstance(r.value, ast.Name) and r.value.id in mine) for r in returns)
+    _fresh_returns[key] = verdict
+    return verdict
 
 
 def _plain_target(t: ast.expr) -> bool:
@@ -342,15 +443,54 @@ def _judge(fn: types.FunctionType, pure: _Pure) -> bool:
     if _has(fdef, (ast.Global, ast.Nonlocal)):
         return False
     args = {a.arg for a in fdef.args.args + fdef.args.posonlyargs + fdef.args.kwonlyargs}
-    fresh = set(_fresh_containers(fdef.body)) - args
     ns = fn.__globals__ if fn.__globals__.get("__name__") != pure.ns.get("__name__") else pure.ns
+    fresh = set(_fresh_containers(fdef.body, pure, ns)) - args
     for n in ast.walk(fdef):
         if isinstance(n, (ast.Attribute, ast.Subscript)) and isinstance(n.ctx, (ast.Store, ast.Del)):
             if isinstance(n, ast.Attribute) or _root(n) not in fresh:
                 return False
-        if isinstance(n, ast.Call) and not pure.callee(n.func, ns, fresh):
+        if isinstance(n, ast.Call) and not pure.callee(n.func, ns, fresh) and not _next_of_made(n, ns):
             return False
     return True
+
+
+# -- lists of guarded items, and loops that break ---------------------------------------------------
+
+def _item_lists(body: list[ast.stmt], params: set[str]) -> frozenset[str]:
+    """Locals bound once, by ``x = []`` at the top of the function, and otherwise only appended to
+    (``x.append(item)`` as a statement), iterated by a ``for``, returned or yielded from: what
+    ``items.py`` keeps with each item's guard instead of forking where it is appended."""
+    top = {st.targets[0].id for st in body if isinstance(st, ast.Assign) and len(st.targets) == 1
+           and isinstance(st.targets[0], ast.Name) and _empty_list(st.value)}
+    allowed: set[int] = set()
+    for n in _own_nodes(body, False):
+        v = n.value if isinstance(n, ast.Expr) else None
+        if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr == "append" \
+                and isinstance(v.func.value, ast.Name) and len(v.args) == 1 and not v.keywords:
+            allowed.add(id(v.func.value))
+        elif isinstance(v, ast.YieldFrom) and isinstance(v.value, ast.Name):
+            allowed.add(id(v.value))
+        elif isinstance(n, ast.For) and isinstance(n.iter, ast.Name):
+            allowed.add(id(n.iter))
+        elif isinstance(n, ast.Return) and isinstance(n.value, ast.Name):
+            allowed.add(id(n.value))
+    stores: dict[str, int] = {}
+    ok = set(top) - params
+    for n in _walk_in_order(body):
+        if isinstance(n, ast.Name) and n.id in top:
+            if isinstance(n.ctx, ast.Store):
+                stores[n.id] = stores.get(n.id, 0) + 1
+            elif id(n) not in allowed:
+                ok.discard(n.id)
+        elif isinstance(n, (ast.Nonlocal, ast.Global)):
+            ok -= set(n.names)
+    return frozenset(x for x in ok if stores.get(x) == 1)
+
+
+def _empty_list(e: ast.expr) -> bool:
+    return (isinstance(e, ast.List) and not e.elts) or (
+        isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id == "list" and not e.args
+        and not e.keywords)
 
 
 # -- the rewrite ----------------------------------------------------------------------------------
@@ -363,6 +503,7 @@ class _Rewrite(ast.NodeTransformer):
         self.names: dict[str, list[ast.Name]] = {}  # every occurrence of each local, after restructuring
         self.params: set[str] = set()
         self.closure: frozenset[str] = frozenset()  # read by a nested scope: live everywhere
+        self.body: list[ast.stmt] = []  # the function's body, restructured
 
     def fresh(self) -> str:
         self.n += 1
@@ -372,6 +513,13 @@ class _Rewrite(ast.NodeTransformer):
         gen = _is_generator(fdef)
         _Labels().visit(fdef)
         fdef.body = self.live(fdef.body, fdef)
+        a = fdef.args
+        params = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs} | (
+            {a.vararg.arg} if a.vararg else set()) | ({a.kwarg.arg} if a.kwarg else set())
+        self.pure.item_lists = lists = _item_lists(fdef.body, params)
+        for st in fdef.body:
+            if isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Name) and st.targets[0].id in lists:
+                st.value = _call(_k("items"))
         body = fdef.body
         if _exits(body, ast.Return):
             try:
@@ -393,9 +541,8 @@ class _Rewrite(ast.NodeTransformer):
         for n in _walk_in_order(body):
             if isinstance(n, ast.Name):
                 self.names.setdefault(n.id, []).append(n)
-        a = fdef.args
-        self.params = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs} | (
-            {a.vararg.arg} if a.vararg else set()) | ({a.kwarg.arg} if a.kwarg else set())
+        self.params = params
+        self.body = body
         self.closure = closure_reads(ast.Module(body=body, type_ignores=[]))
         if any(isinstance(n, ast.Name) and n.id in _INTROSPECTION for n in _walk_in_order(body)):
             self.closure = frozenset(self.names)  # locals() and the like read every local: all live
@@ -440,14 +587,21 @@ class _Rewrite(ast.NodeTransformer):
         if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return [st]
         if isinstance(st, ast.For) and not isinstance(st, ast.AsyncFor):
+            flagged = self.breaks(st, live)
+            if flagged is not None:
+                return self.block(flagged, live, loop)
             body = _without_continue(st.body)
             head = loop_head(st, body, live, loop)
             # for x in S: each possible member of a symbolic set under its membership
             b = self.fresh()
             guarded = ast.If(test=_name(b), body=body, orelse=[])
+            members = _call(_k("members"), self.visit(st.iter))
+            written = self.each(st, body, live)
+            if written is not None:
+                return written
+            inner = self.stmt(guarded, head, (head, live))
             new = ast.For(target=ast.Tuple([st.target, _name(b, ast.Store())], ast.Store()),
-                          iter=_call(_k("members"), self.visit(st.iter)), body=self.stmt(guarded, head, (head, live)),
-                          orelse=self.block(st.orelse, live, loop), type_comment=None)
+                          iter=members, body=inner, orelse=self.block(st.orelse, live, loop), type_comment=None)
             return [new]
         if isinstance(st, ast.While):
             body = _without_continue(st.body)
@@ -459,6 +613,84 @@ class _Rewrite(ast.NodeTransformer):
             return self.if_(st, live, loop)
         return [self.visit(st)]
 
+    def each(self, st: ast.For, body: list[ast.stmt], live: frozenset[str]) -> list[ast.stmt] | None:
+        """``for T in L: W`` whose body only writes slots of the records ``T`` names
+        (``_set_visible(n, ...)``), binds nothing and jumps nowhere, over a list ``L`` bound once
+        by a call and otherwise only returned: ``merge.each``, which explores each item apart on a
+        copy of its records. None when it does not apply."""
+        targets = frozenset(n.id for n in ast.walk(st.target) if isinstance(n, ast.Name))
+        it = st.iter
+        if st.orelse or not isinstance(it, ast.Name) or targets & (live | self.closure) or _stores(body) \
+                or _has(ast.Module(body=body, type_ignores=[]), (ast.Break, ast.Continue, ast.Return, ast.Yield,
+                                                                 ast.YieldFrom, ast.Await, ast.NamedExpr)):
+            return None
+        uses = self.names.get(it.id, ())
+        binds = [n for n in uses if isinstance(n.ctx, ast.Store)]
+        if it.id in self.params or it.id in self.closure or len(binds) != 1 or not self._bound_by_call(binds[0]):
+            return None
+        returned = {id(n.value) for n in _own_nodes(self.body, False) if isinstance(n, ast.Return) or (
+            isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
+            and n.targets[0].id == _RET)}
+        if any(n is not it and n is not binds[0] and id(n) not in returned for n in uses):
+            return None
+        saved = self.pure.slot_targets
+        self.pure.slot_targets = targets
+        try:
+            if not any(self.pure.slot_write(n.value, self.pure.ns, set()) for n in body if isinstance(n, ast.Expr)) \
+                    or not self.pure.block(body):
+                return None
+        finally:
+            self.pure.slot_targets = saved
+        fn, item = self.fresh(), self.fresh()
+        inner = ast.FunctionDef(
+            name=fn, args=ast.arguments(posonlyargs=[], args=[ast.arg(item)], kwonlyargs=[], kw_defaults=[], defaults=[]),
+            body=[ast.Assign(targets=[st.target], value=_name(item))] + self.block(body, frozenset(), None),
+            decorator_list=[], returns=None, type_comment=None)
+        return [inner, ast.Expr(_call(_k("each"), it, _name(fn), ast.Tuple([_name(x) for x in sorted(self.params)],
+                                                                           ast.Load()), _call(_name("globals"))))]
+
+    def _bound_by_call(self, name: ast.Name) -> bool:
+        for n in _own_nodes(self.body, False):
+            if isinstance(n, ast.Assign) and len(n.targets) == 1 and n.targets[0] is name:
+                return isinstance(n.value, ast.Call)
+        return False
+
+    def breaks(self, st: ast.For, live: frozenset[str]) -> list[ast.stmt] | None:
+        """A ``for`` whose ``break`` sits under a condition, as a loop that goes on with a flag
+        saying whether it broke: a ``break`` under a symbolic condition cannot run both sides, a
+        flag can (``leader_inc_high_watermark``'s ``for f in isr: if ...: ok = False; break``
+        forked on every member). Only over a finite collection (checked when it runs: the loop as
+        written otherwise, so an endless iterator still ends), and only when no code after the
+        loop reads its target (one that broke leaves it at the item it broke on, the flag at the
+        last one). None when it does not apply."""
+        if getattr(st, "_kmc_as_written", False) or not any(isinstance(n, ast.Break) for n in _own_nodes(st.body, True)):
+            return None
+        targets = {n.id for n in ast.walk(st.target) if isinstance(n, ast.Name)}
+        if targets & (live | self.closure):
+            return None
+        flag, it = _BROKE + self.fresh(), self.fresh()
+        try:
+            body = _restructure(copy.deepcopy(st.body), ast.Break,
+                                lambda _s: [ast.Assign(targets=[_name(flag, ast.Store())], value=ast.Constant(True))])
+        except _Cannot:
+            return None
+        flagged: list[ast.stmt] = [
+            ast.Assign(targets=[_name(flag, ast.Store())], value=ast.Constant(False)),
+            ast.For(target=copy.deepcopy(st.target), iter=_name(it),
+                    body=[ast.If(test=ast.UnaryOp(ast.Not(), _name(flag)), body=body or [ast.Pass()], orelse=[])],
+                    orelse=[], type_comment=None),
+        ]
+        if st.orelse:
+            flagged.append(ast.If(test=ast.UnaryOp(ast.Not(), _name(flag)), body=copy.deepcopy(st.orelse), orelse=[]))
+        as_written = ast.For(target=st.target, iter=_name(it), body=st.body, orelse=st.orelse, type_comment=None)
+        as_written._kmc_as_written = True  # type: ignore[attr-defined]
+        out = [ast.Assign(targets=[_name(it, ast.Store())], value=st.iter),
+               ast.If(test=_call(_k("finite"), _name(it)), body=flagged, orelse=[as_written])]
+        for n in _walk_in_order(out):  # the new occurrences, for ``_own``
+            if isinstance(n, ast.Name):
+                self.names.setdefault(n.id, []).append(n)
+        return out
+
     def if_(self, st: ast.If, live: frozenset[str], loop: Any) -> list[ast.stmt]:
         pure = self.pure
         plain_test = pure.expr(st.test, pure.ns, set())
@@ -469,6 +701,7 @@ class _Rewrite(ast.NodeTransformer):
             mine = _fresh_containers(st.body + st.orelse)
             region = pure.block(st.body, fresh=mine) and pure.block(st.orelse, fresh=mine)
         predicable = region or (plain_test and pure.block(st.body) and pure.block(st.orelse))
+        apart = None if region or self.gen or not predicable else self._apart(st, live, loop)
         _truth_only(st.test)
         test = self.visit(st.test)
         body = self.block(st.body, live, loop) or [ast.Pass()]
@@ -478,6 +711,8 @@ class _Rewrite(ast.NodeTransformer):
         s = self.fresh()
         if region:
             return self.region(s, test, body, orelse)
+        if apart is not None:
+            return self.appended_apart(s, apart, test, body, orelse)
         names = _stores(st.body + st.orelse)
         split = ast.Compare(left=ast.Attribute(_name(s), "__class__", ast.Load()), ops=[ast.Is()],
                             comparators=[_k("Split")])
@@ -510,6 +745,54 @@ class _Rewrite(ast.NodeTransformer):
                 type_comment=None))
         return [ast.Assign(targets=[_name(s, ast.Store())], value=_call(_k("test"), test)), *sides,
                 ast.Expr(ast.YieldFrom(_call(_k("region"), _name(s), _name(f"{s}_t"), _name(f"{s}_f"))))]
+
+    def _apart(self, st: ast.If, live: frozenset[str], loop: Any) -> str | None:
+        """The list of guarded items the branches of ``st`` append to, when they may run as
+        functions of their own explored apart (``appended_apart``): they append to that one list
+        and use it no other way, jump nowhere, and every local they bind is theirs (read neither
+        after the ``if`` nor before the branch binds it). None otherwise."""
+        both = st.body + st.orelse
+        if any(isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom, ast.Await, ast.NamedExpr, ast.Global,
+                              ast.Nonlocal)) for n in _own_nodes(both, False)) \
+                or any(isinstance(n, (ast.Break, ast.Continue)) for n in _own_nodes(both, True)):
+            return None
+        lists = self.pure.item_lists
+        appended = {n.value.func.value.id for n in _own_nodes(both, False)
+                    if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Attribute)
+                    and n.value.func.attr == "append" and isinstance(n.value.func.value, ast.Name)
+                    and n.value.func.value.id in lists}
+        if len(appended) != 1:
+            return None
+        (target,) = appended
+        uses = [n for n in _walk_in_order(both) if isinstance(n, ast.Name) and n.id in lists]
+        appends = {id(n.value.func.value) for n in _walk_in_order(both) if isinstance(n, ast.Expr)
+                   and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Attribute)
+                   and isinstance(n.value.func.value, ast.Name)}
+        if any(id(n) not in appends for n in uses):
+            return None
+        stores = set(_stores(both))
+        if stores & (live | self.closure) or _RET in stores:
+            return None
+        if any(stores & live_in(block, live, loop) for block in (st.body, st.orelse)):
+            return None
+        return target
+
+    def appended_apart(self, s: str, target: str, test: ast.expr, body: list[ast.stmt],
+                       orelse: list[ast.stmt]) -> list[ast.stmt]:
+        """``if`` whose branches only append to one list of guarded items: each branch a function
+        of its own that appends to a list of its own and yields its items, explored apart as a
+        region's branches are (``merge.region``): the forks inside (a log truncated at a symbolic
+        offset) no longer multiply the paths of the code after it."""
+        sides = []
+        for tag, block in (("t", body), ("f", orelse)):
+            sides.append(ast.FunctionDef(
+                name=f"{s}_{tag}", args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
+                body=[ast.Assign(targets=[_name(target, ast.Store())], value=_call(_k("items")))] + (block or [])
+                + [ast.Expr(ast.YieldFrom(_call(ast.Attribute(_name(target), "guarded", ast.Load()))))],
+                decorator_list=[], returns=None, type_comment=None))
+        return [ast.Assign(targets=[_name(s, ast.Store())], value=_call(_k("test"), test)), *sides,
+                ast.Expr(_call(ast.Attribute(_name(target), "extend_guarded", ast.Load()),
+                               _call(_k("apart"), _name(s), _name(f"{s}_t"), _name(f"{s}_f"))))]
 
     # -- expressions ---------------------------------------------------------------------------
     def visit_Lambda(self, node: ast.Lambda) -> ast.expr:
@@ -564,6 +847,20 @@ class _Rewrite(ast.NodeTransformer):
             return parts[0]
         return _call(_k("and_"), parts[0], *(_thunk(p) for p in parts[1:]))
 
+    def visit_Subscript(self, node: ast.Subscript) -> ast.expr:
+        node = self.generic_visit(node)
+        if not isinstance(node.ctx, ast.Load) or isinstance(node.slice, ast.Slice) or _has(
+                node, (ast.Yield, ast.YieldFrom, ast.NamedExpr, ast.Await, ast.Starred)):
+            return node
+        return _call(_k("index_"), node.value, node.slice)
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.expr:
+        update = _update(node)
+        if update is not None:
+            seq, i, x = update
+            return _call(_k("replace_at"), self.visit(seq), self.visit(i), self.visit(x))
+        return self.generic_visit(node)
+
     def visit_Call(self, node: ast.Call) -> ast.expr:
         node = self.generic_visit(node)
         f = node.func
@@ -571,6 +868,31 @@ class _Rewrite(ast.NodeTransformer):
                 and not node.keywords and f.id not in self.pure.ns:
             return _call(_k(f.id + "_"), node.args[0])
         return node
+
+
+def _update(node: ast.BinOp) -> tuple[ast.expr, ast.expr, ast.expr] | None:
+    """(t, i, x) of ``t[:i] + (x,) + t[i + 1:]`` (a tuple with position i replaced), when t and i
+    are reads (names, attributes, items, arithmetic) that give the same value twice."""
+    if not (isinstance(node.op, ast.Add) and isinstance(node.left, ast.BinOp) and isinstance(node.left.op, ast.Add)):
+        return None
+    head, one, tail = node.left.left, node.left.right, node.right
+    if not (isinstance(head, ast.Subscript) and isinstance(head.slice, ast.Slice) and isinstance(tail, ast.Subscript)
+            and isinstance(tail.slice, ast.Slice) and isinstance(one, ast.Tuple) and len(one.elts) == 1):
+        return None
+    hs, ts = head.slice, tail.slice
+    if hs.lower is not None or hs.upper is None or hs.step is not None or ts.upper is not None \
+            or ts.step is not None or ts.lower is None:
+        return None
+    nxt = ts.lower
+    if not (isinstance(nxt, ast.BinOp) and isinstance(nxt.op, ast.Add) and isinstance(nxt.right, ast.Constant)
+            and nxt.right.value == 1 and type(nxt.right.value) is int):
+        return None
+    if ast.dump(head.value) != ast.dump(tail.value) or ast.dump(hs.upper) != ast.dump(nxt.left):
+        return None
+    if not all(isinstance(n, (ast.Name, ast.Attribute, ast.Subscript, ast.BinOp, ast.Constant, ast.Load, ast.operator,
+                              ast.expr_context)) for e in (head.value, hs.upper) for n in ast.walk(e)):
+        return None
+    return head.value, hs.upper, one.elts[0]
 
 
 def _truth_only(e: ast.expr) -> None:

@@ -31,7 +31,7 @@ from kafkamc.errors import KafkamcError, SymbolicUnsupported
 from kafkamc.invariants.api import Property
 from kafkamc.prover.formula_sets import with_symbolic_sets
 from kafkamc.prover.layout import Layout, Shape
-from kafkamc.prover.merge import Guarded
+from kafkamc.prover.merge import Guarded, successors
 from kafkamc.prover.predicated import predicated
 from kafkamc.spec.api import Spec
 
@@ -171,7 +171,7 @@ def _explore(p: Any, act: Any, tmpl: Any, solver: z3.Solver, budget: Budget, fix
 
         def body() -> None:
             try:
-                for item in fn(p, state):
+                for item in successors(fn(p, state)):
                     if ex.fresh():
                         _label, post = item
                         extra = [item.cond] if isinstance(item, Guarded) else []
