@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import enum
 from typing import Any, Callable, Iterable, Iterator
 
 import z3
 
 from kafkamc.checker.symbolic import SymBool, SymInt, SymSet
 from kafkamc.checker.symbolic.context import current, unsupported
-from kafkamc.checker.symbolic.sets import as_members
+from kafkamc.checker.symbolic.sets import BuiltSet, as_members
 from kafkamc.checker.symbolic.state import equal, int_terms, lex_le
 from kafkamc.checker.symbolic.values import _Opaque, as_arith, as_bool, bool_value, fast_and, fast_not, fast_or, fast_simplify
 from kafkamc.checker.watch import raise_pending_stop
@@ -230,7 +231,9 @@ def merge(c: z3.BoolRef, a: Any, b: Any) -> Any:
             return _fork(c, a, b)
         false = z3.BoolVal(False)
         elems = tuple(sorted(keys))
-        return SymSet(elems, tuple(z3.If(c, ma.get(e, false), mb.get(e, false)) for e in elems))
+        # A set spec code built on either side refuses changes in place (``BuiltSet``).
+        kind = BuiltSet if isinstance(a, BuiltSet) or isinstance(b, BuiltSet) else SymSet
+        return kind(elems, tuple(z3.If(c, ma.get(e, false), mb.get(e, false)) for e in elems))
     if type(a) is tuple and type(b) is tuple:
         if len(a) != len(b):
             return _fork(c, a, b)
@@ -516,34 +519,60 @@ def _in_range(i: SymInt, lo: int, hi: int) -> bool:
     return test(SymBool(z3.And(i.z >= lo, i.z < hi))) is True
 
 
+def _identityless(v: Any, depth: int = 0) -> bool:
+    """Whether a join of ``v`` with another value may stand for it: nothing can tell a copy from
+    ``v`` itself. A record or a container is not such a value: a slot written in place
+    (``Cls.field.__set__``, the ``_tracking`` pattern) or an append would change the join, a new
+    object, and not the element Python's indexing returns."""
+    if v is None or isinstance(v, (bool, int, str, enum.Enum, SymInt, SymBool, Label)):
+        return True
+    if v.__class__ is SymSet:
+        return True  # a set the domain holds, a frozenset: never changed in place
+    if depth < 8 and v.__class__ in (tuple, frozenset):
+        return all(_identityless(x, depth + 1) for x in v)
+    return False
+
+
+def _joinable(a: Any, b: Any) -> bool:
+    return a is b or (_identityless(a) and _identityless(b))
+
+
 def index_(seq: Any, i: Any) -> Any:
     """``seq[i]``: for a tuple and a symbolic index that is in range on every state of the path,
     the join of the elements under ``i == position`` (Python's ``__index__`` forks on each value
-    of ``i``); anything else is Python's own indexing."""
+    of ``i``); anything else is Python's own indexing, which also picks among records and
+    containers (their join would be a new object, ``_identityless``)."""
     if i.__class__ is not SymInt or seq.__class__ is not tuple or not seq:
         return seq[i]
     n = len(seq)
     if not _in_range(i, -n, n):
         return seq[i]
-    value = seq[n - 1]
-    for j in range(n - 2, -1, -1):
-        at = fast_simplify(z3.Or(i.z == j, i.z == j - n))
-        known = bool_value(at)
-        if known is False:
-            continue
-        value = seq[j] if known else merge(at, seq[j], value)
+    at: list[tuple[int, Any]] = []
+    for j in range(n):
+        cond = fast_simplify(z3.Or(i.z == j, i.z == j - n))
+        known = bool_value(cond)
+        if known is not False:
+            at.append((j, cond if known is None else True))
+    if not at or not all(_joinable(seq[at[0][0]], seq[j]) for j, _c in at[1:]):
+        return seq[i]
+    value = seq[at[-1][0]]
+    for j, cond in reversed(at[:-1]):
+        value = seq[j] if cond is True else merge(cond, seq[j], value)
     return value
 
 
 def replace_at(seq: Any, i: Any, x: Any) -> Any:
     """``seq[:i] + (x,) + seq[i + 1:]``: for a tuple and a symbolic ``i`` within ``0..len-1`` on
-    every state of the path, each position joined under ``i == position``; else Python's."""
+    every state of the path, each position joined under ``i == position``; else Python's (also
+    when a position would join a record or a container with another, ``_identityless``)."""
     if i.__class__ is not SymInt or seq.__class__ is not tuple or not _in_range(i, 0, len(seq)):
         return seq[:i] + (x,) + seq[i + 1:]
     out = []
     for j, old in enumerate(seq):
         at = fast_simplify(i.z == j)
         known = bool_value(at)
+        if known is None and not _joinable(x, old):
+            return seq[:i] + (x,) + seq[i + 1:]
         out.append(old if known is False else x if known else merge(at, x, old))
     return tuple(out)
 

@@ -302,11 +302,16 @@ class _Pure:
                 return False
         return True
 
-    def block(self, stmts: list[ast.stmt], in_loop: bool = False, fresh: frozenset[str] = frozenset()) -> bool:
+    def block(self, stmts: list[ast.stmt], in_loop: bool = False, fresh: frozenset[str] = frozenset(),
+              items: bool = True) -> bool:
         """Whether ``stmts`` only bind locals, yield, and mutate containers named in ``fresh``
-        (made by this code itself: a region's own lists)."""
+        (made by this code itself: a region's own lists) and, with ``items``, the lists of
+        guarded items. A region passes ``items=False``: it runs in an explorer of its own whose
+        guards do not hold its condition, and later paths replay what it yielded without running
+        it again, so an append there would be stored unguarded and lost on replay."""
         ns = self.ns
-        fresh = fresh | self.item_lists
+        if items:
+            fresh = fresh | self.item_lists
         f = set(fresh)
         for st in stmts:
             if isinstance(st, ast.Assign):
@@ -328,16 +333,16 @@ class _Pure:
             elif isinstance(st, ast.Pass):
                 continue
             elif isinstance(st, ast.If):
-                if not self.expr(st.test, ns, f) or not self.block(st.body, in_loop, fresh) \
-                        or not self.block(st.orelse, in_loop, fresh):
+                if not self.expr(st.test, ns, f) or not self.block(st.body, in_loop, fresh, False) \
+                        or not self.block(st.orelse, in_loop, fresh, False):
                     return False
             elif isinstance(st, ast.For):
                 if not _plain_target(st.target) or not self.expr(st.iter, ns, f) \
-                        or not self.block(st.body, True, fresh) or not self.block(st.orelse, in_loop, fresh):
+                        or not self.block(st.body, True, fresh, False) or not self.block(st.orelse, in_loop, fresh, False):
                     return False
             elif isinstance(st, ast.While):
-                if not self.expr(st.test, ns, f) or not self.block(st.body, True, fresh) \
-                        or not self.block(st.orelse, in_loop, fresh):
+                if not self.expr(st.test, ns, f) or not self.block(st.body, True, fresh, False) \
+                        or not self.block(st.orelse, in_loop, fresh, False):
                     return False
             elif isinstance(st, (ast.Break, ast.Continue)):
                 if not in_loop:
@@ -699,7 +704,7 @@ class _Rewrite(ast.NodeTransformer):
                   and any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _own_nodes(st.body + st.orelse, False)))
         if region:
             mine = _fresh_containers(st.body + st.orelse)
-            region = pure.block(st.body, fresh=mine) and pure.block(st.orelse, fresh=mine)
+            region = pure.block(st.body, fresh=mine, items=False) and pure.block(st.orelse, fresh=mine, items=False)
         predicable = region or (plain_test and pure.block(st.body) and pure.block(st.orelse))
         apart = None if region or self.gen or not predicable else self._apart(st, live, loop)
         _truth_only(st.test)

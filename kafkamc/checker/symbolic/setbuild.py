@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable
 import z3
 
 from kafkamc.checker.symbolic.context import current
-from kafkamc.checker.symbolic.sets import SymSet
+from kafkamc.checker.symbolic.sets import BuiltSet, SymSet
 from kafkamc.checker.symbolic.values import SymBool, SymInt, _Opaque, bool_value, fast_and, fast_or, fast_simplify
 from kafkamc.checker.watch import raise_pending_stop
 from kafkamc.errors import KafkamcError
@@ -97,7 +97,7 @@ def _built(entries: list[tuple[Any, Any]]) -> Any:
     return members
 
 
-def _members(entries: list[tuple[Any, Any]]) -> SymSet | None:
+def _members(entries: list[tuple[Any, Any]]) -> BuiltSet | None:
     """The SymSet of ``entries``, or None when an element is symbolic but not an int whose
     values on the path are few, or the elements do not sort (SymSet keeps them sorted)."""
     conds: dict[Any, list[z3.BoolRef]] = {}
@@ -124,7 +124,7 @@ def _members(entries: list[tuple[Any, Any]]) -> SymSet | None:
         elems = tuple(sorted(conds))
     except TypeError:
         return None
-    return SymSet(elems, tuple(fast_simplify(fast_or(conds[e])) for e in elems))
+    return BuiltSet(elems, tuple(fast_simplify(fast_or(conds[e])) for e in elems))
 
 
 def _extreme(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], larger: bool) -> Any:
@@ -135,7 +135,7 @@ def _extreme(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], larger: b
     kinds = {type(e) for e in s.elems}
     if len(kinds) != 1 or not (kinds == {int} or issubclass(next(iter(kinds)), IntEnum)):
         return builtin(s)  # iterating forks on each member: exact
-    if not s.elems or not current().decide(fast_or(list(s.bits))):
+    if not current().decide(fast_or(list(s.bits))):  # elems is not empty: it has one kind
         raise ValueError(f"{name}() iterable argument is empty")
     order = list(zip(s.elems, s.bits))
     if larger:

@@ -23,7 +23,7 @@ import z3
 from kafkamc.checker.symbolic.context import current, unsupported
 from kafkamc.checker.symbolic.values import SymBool, _Opaque, as_arith, fast_and, fast_not, fast_or
 
-__all__ = ["SymSet", "as_members"]
+__all__ = ["SymSet", "BuiltSet", "as_members"]
 
 _TRUE = z3.BoolVal(True)
 _FALSE = z3.BoolVal(False)
@@ -41,9 +41,14 @@ def as_members(v: Any) -> dict[Any, z3.BoolRef] | None:
     return None
 
 
-def _of(members: dict[Any, z3.BoolRef]) -> SymSet:
+def _of(members: dict[Any, z3.BoolRef], kind: type | None = None) -> SymSet:
     elems = tuple(sorted(members))
-    return SymSet(elems, tuple(members[e] for e in elems))
+    return (kind or SymSet)(elems, tuple(members[e] for e in elems))
+
+
+def _mutable(v: Any) -> bool:
+    """Whether ``v`` stands for a ``set`` (Python's, or one spec code built), not a frozenset."""
+    return isinstance(v, (BuiltSet, set))
 
 
 class SymSet(_Opaque):
@@ -89,7 +94,10 @@ class SymSet(_Opaque):
         if reflected:
             mine, theirs = theirs, mine
         keys = set(mine) | set(theirs)
-        return _of({k: op(mine.get(k, _FALSE), theirs.get(k, _FALSE)) for k in keys})
+        # Python's result has the left operand's type: a set stays a set that refuses changes.
+        left = other if reflected else self
+        return _of({k: op(mine.get(k, _FALSE), theirs.get(k, _FALSE)) for k in keys},
+                   BuiltSet if _mutable(left) else None)
 
     def __or__(self, o: Any) -> Any: return self._combine(o, lambda a, b: fast_or([a, b]))
     def __ror__(self, o: Any) -> Any: return self._combine(o, lambda a, b: fast_or([a, b]), True)
@@ -154,13 +162,31 @@ class SymSet(_Opaque):
         both = as_members(self & _coerce(o))
         return SymBool(fast_not(fast_or(list(both.values()))))
 
-    # A SymSet also stands for a ``set`` a comprehension built (``setbuild.py``); changing it in
-    # place is not modelled, and must not pass for the AttributeError Python would not raise.
+    # A frozenset has no ``add``: a spec calling it raises AttributeError, which a refusal
+    # reports no less safely than an action that raised (a set joined from a frozenset and a
+    # built set, ``merge.py``, is one or the other).
     def _mutated(self, *args: Any) -> Any:
         raise unsupported("changing in place a set built from symbolic values")
 
     add = discard = remove = pop = clear = update = _mutated
     intersection_update = difference_update = symmetric_difference_update = _mutated
+
+    __hash__ = _Opaque.__hash__
+
+
+class BuiltSet(SymSet):
+    """A ``set`` spec code built from symbolic values (``setbuild.py``), or made from one by the
+    set algebra: Python changes it in place where a frozenset is rebound, so ``a |= b`` changes
+    the set every other name for it sees. Changes in place are not modelled: all refused, the
+    four in-place operators included (a SymSet's ``a |= b`` is ``a = a | b``, right for a
+    frozenset only)."""
+
+    __slots__ = ()
+
+    def __ior__(self, o: Any) -> Any: raise unsupported("|= on a set built from symbolic values")
+    def __iand__(self, o: Any) -> Any: raise unsupported("&= on a set built from symbolic values")
+    def __isub__(self, o: Any) -> Any: raise unsupported("-= on a set built from symbolic values")
+    def __ixor__(self, o: Any) -> Any: raise unsupported("^= on a set built from symbolic values")
 
     __hash__ = _Opaque.__hash__
 

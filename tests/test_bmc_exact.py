@@ -1,0 +1,195 @@
+"""Regression tests of the branch-free relation (``predicated.py``, ``merge.py``, ``items.py``)
+on constructs where a rewrite could lose or invent a successor: each spec here is small, and
+each test compares the branch-free relation with the forking one (``same_relations``) or
+``bmc`` with ``check``."""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+
+import pytest
+import z3
+
+from kafkamc import Spec, action, invariant
+from kafkamc.checker.local import explore
+from kafkamc.checker.symbolic import Budget, Explorer, SymInt, SymSet, guarded
+from kafkamc.errors import SymbolicUnsupported
+from kafkamc.prover.bmc import bmc
+from kafkamc.prover.formula_sets import with_symbolic_sets
+from kafkamc.prover.layout import Layout
+from kafkamc.prover.merge import index_, replace_at
+from kafkamc.spec import domain as d
+
+from test_bmc_predicated import same_relations
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    a: int
+    b: int
+
+
+@invariant("bmc-exact-b-not-3", "b never reaches 3")
+def b_not_3(p, s) -> bool:
+    return s.b != 3
+
+
+def _agrees_with_check(spec: Spec) -> None:
+    """The relations agree, and bmc finds check's shortest violation at its length."""
+    props = list(spec.properties())
+    same_relations(spec, props, Layout(type(spec).domain(spec.p)))
+    bfs = explore(spec, props)
+    assert bfs.result == "violation"
+    r = bmc(spec, props, len(bfs.trace))
+    assert r.result == "violation" and len(r.trace) == len(bfs.trace)
+
+
+class RegionAppends(Spec):
+    """A branch that yields (a region) and appends to the action's own list of guarded items:
+    the item is the branch's, under its condition, on every path."""
+
+    name = "bmc-exact-region-appends"
+    invariants = (b_not_3,)
+
+    def init_states(p):
+        yield Pair(0, 0)
+
+    def domain(p):
+        return d.Record(Pair, a=d.Int(0, 3), b=d.Int(0, 3))
+
+    @action
+    def go(p, s):
+        out = []
+        if s.a == 1:
+            out.append(("X", Pair(s.a, 3)))
+            yield ("Y", Pair(2, s.b))
+        yield from out
+
+    @action
+    def inc(p, s):
+        if s.a < 3:
+            yield ("I", Pair(s.a + 1, s.b))
+
+
+def test_a_region_appending_to_the_actions_list_keeps_the_items_condition():
+    _agrees_with_check(RegionAppends())
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    x: int
+    seen: int = 0
+
+
+_set_seen = Row.seen.__set__
+
+
+@invariant("bmc-exact-b-not-1", "b never reaches 1")
+def b_not_1(p, s) -> bool:
+    return s.b != 1
+
+
+class IndexedRecords(Spec):
+    """A record read at a symbolic position and written in place: the write is on the tuple's
+    own record, which a join of the records would not be."""
+
+    name = "bmc-exact-indexed-records"
+    invariants = (b_not_1,)
+
+    def init_states(p):
+        yield Pair(0, 0)
+
+    def domain(p):
+        return d.Record(Pair, a=d.Int(0, 3), b=d.Int(0, 3))
+
+    @action
+    def go(p, s):
+        rows = (Row(0), Row(0))
+        _set_seen(rows[s.a % 2], 1)
+        yield ("L", Pair(s.a, rows[0].seen))
+
+    @action
+    def inc(p, s):
+        if s.a < 3:
+            yield ("I", Pair(s.a + 1, s.b))
+
+
+def test_a_record_read_at_a_symbolic_position_is_the_tuples_own():
+    _agrees_with_check(IndexedRecords())
+
+
+def test_only_values_without_identity_are_joined_at_a_symbolic_position():
+    x = z3.Int("x")
+    solver = z3.Solver()
+    solver.add(x >= 0, x <= 1)
+    solver.check()
+    ex = Explorer(solver, solver.model(), Budget(deadline=time.monotonic() + 60), formatting_allowed=False)
+    shared = Row(5)
+
+    def run():
+        i = SymInt(x)
+        return index_((1, 2), i), index_((shared, shared), i), index_((Row(1), Row(2)), i), \
+            replace_at((Row(1), Row(2)), i, Row(3))
+
+    with guarded():
+        found = list(ex.paths(run))
+    # ints join (one path); one record at every position is that record; two records fork.
+    assert len(found) == 2
+    for pc, (n, same, row, rows) in found:
+        assert isinstance(n, SymInt) and same is shared
+        assert row.x in (1, 2) and {r.x for r in rows} in ({3, 2}, {1, 3})
+
+
+def _built_then_changed(xs, op):
+    a = {x for x in xs}
+    b = a
+    if op == "|":
+        a |= {7}
+    elif op == "&":
+        a &= {7}
+    elif op == "-":
+        a -= {7}
+    else:
+        a ^= {7}
+    return b
+
+
+def _union_then_changed(xs):
+    a = {x for x in xs} | {7}
+    a.add(8)
+    return a
+
+
+def _frozen_rebound(fs):
+    b = fs
+    fs |= frozenset({2})
+    return b, fs
+
+
+@pytest.mark.parametrize("op", ["|", "&", "-", "^"])
+def test_a_built_set_changed_in_place_is_refused(op):
+    x = z3.Int("x")
+    solver = z3.Solver()
+    solver.add(x >= 0, x <= 2)
+    solver.check()
+    f = with_symbolic_sets(_built_then_changed)
+    assert f([1], op) == _built_then_changed([1], op)  # concrete: Python's own set, changed in place
+    ex = Explorer(solver, solver.model(), Budget(deadline=time.monotonic() + 60), formatting_allowed=False)
+    with guarded(), pytest.raises(SymbolicUnsupported, match=f"{re.escape(op)}= on a set built"):
+        list(ex.paths(lambda: f([SymInt(x)], op)))
+    g = with_symbolic_sets(_union_then_changed)
+    ex = Explorer(solver, solver.model(), Budget(deadline=time.monotonic() + 60), formatting_allowed=False)
+    with guarded(), pytest.raises(SymbolicUnsupported):
+        list(ex.paths(lambda: g([SymInt(x)])))
+
+
+def test_a_frozenset_of_the_domain_is_rebound_by_its_in_place_operators():
+    x = z3.Bool("x")
+    solver = z3.Solver()
+    solver.check()
+    ex = Explorer(solver, solver.model(), Budget(deadline=time.monotonic() + 60), formatting_allowed=False)
+    with guarded():
+        ((_pc, (before, after)),) = list(ex.paths(lambda: _frozen_rebound(SymSet((1,), (x,)))))
+    assert before.elems == (1,) and after.elems == (1, 2)
