@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import pytest
 import z3
@@ -19,7 +20,9 @@ from kafkamc.errors import SymbolicUnsupported
 from kafkamc.prover.bmc import bmc
 from kafkamc.prover.formula_sets import with_symbolic_sets
 from kafkamc.prover.layout import Layout
-from kafkamc.prover.merge import index_, replace_at
+from kafkamc.prover.items import Items
+from kafkamc.prover.merge import index_, replace_at, successors
+from kafkamc.prover.predicated import predicated
 from kafkamc.spec import domain as d
 
 from test_bmc_predicated import same_relations
@@ -193,3 +196,154 @@ def test_a_frozenset_of_the_domain_is_rebound_by_its_in_place_operators():
     with guarded():
         ((_pc, (before, after)),) = list(ex.paths(lambda: _frozen_rebound(SymSet((1,), (x,)))))
     assert before.elems == (1,) and after.elems == (1, 2)
+
+
+def _deletes_then_breaks(p, s):
+    d = {1: "a", 2: "b", 3: "c"}
+    for k in d:
+        if k == s:
+            del d[k]
+            break
+    yield ("L", tuple(sorted(d)))
+
+
+def _changes_sets_then_breaks(p, s):
+    xs = set(s)
+    for k in sorted(xs):
+        if k > 1:
+            xs.discard(k)
+            break
+    for k in xs:
+        if k == 1:
+            xs.add(9)
+            break
+    yield ("L", tuple(sorted(xs)))
+
+
+class _Box:
+    x = 0
+
+
+def _attribute_target_breaks(p, s):
+    box = _Box()
+    seen = box  # the loop's target is not read by name after the loop
+    for box.x in (1, 2, 3):
+        if box.x == s:
+            break
+    yield ("L", seen.x)
+
+
+@pytest.mark.parametrize("fn, arg", [(_deletes_then_breaks, 2), (_changes_sets_then_breaks, (1, 2, 3)),
+                                     (_attribute_target_breaks, 2)])
+def test_a_loop_that_breaks_is_pythons(fn, arg):
+    assert list(predicated(fn)(None, arg)) == list(fn(None, arg))
+
+
+class DeletesThenBreaks(Spec):
+    """A loop that deletes the key it is at from the dict it iterates, then breaks."""
+
+    name = "bmc-exact-deletes-then-breaks"
+    invariants = (b_not_3,)
+
+    def init_states(p):
+        yield Pair(0, 0)
+
+    def domain(p):
+        return d.Record(Pair, a=d.Int(0, 3), b=d.Int(0, 3))
+
+    @action
+    def go(p, s):
+        left = {0: 0, 1: 1, 2: 2, 3: 3, 4: 4}
+        for k in left:
+            if k == s.a:
+                del left[k]
+                break
+        yield ("L", Pair(s.a, len(left) - 1))
+
+    @action
+    def inc(p, s):
+        if s.a < 3:
+            yield ("I", Pair(s.a + 1, s.b))
+
+
+def test_a_loop_deleting_from_the_dict_it_iterates_then_breaking_agrees_with_check():
+    _agrees_with_check(DeletesThenBreaks())
+
+
+def _made(s, row):
+    out = []
+    if s > 0:
+        out.append(row)
+    return out
+
+
+def _stamped(s, row):
+    made = _made(s, row)
+    for n in made:
+        _set_seen(n, 1)
+    return made
+
+
+def _stamped_new(s):
+    return _stamped(s, Row(0))
+
+
+def _stamped_under_a_guard(s):
+    return _stamped_new(s) if s > 1 else []
+
+
+@pytest.mark.parametrize("run, refused", [
+    (lambda x: predicated(_stamped_under_a_guard)(SymInt(x)), "under a condition"),
+    (lambda x: predicated(_stamped)(SymInt(x), Row(0)), "the arguments or the module hold"),
+])
+def test_a_slot_writing_loop_that_cannot_run_on_copies_is_refused(run, refused):
+    x = z3.Int("x")
+    solver = z3.Solver()
+    solver.add(x >= 0, x <= 2)
+    solver.check()
+    assert [r.seen for r in predicated(_stamped_under_a_guard)(2)] == [1]  # concrete: Python's loop
+    ex = Explorer(solver, solver.model(), Budget(deadline=time.monotonic() + 60), formatting_allowed=False)
+    with guarded(), pytest.raises(SymbolicUnsupported, match=refused):
+        list(ex.paths(lambda: run(x)))
+
+
+def _with_an_empty_cell():
+    def act(p, s):
+        yield ("L", late)
+
+    if not act:
+        late = 0
+    return act
+
+
+def _with_a_rebound_cell():
+    n = 1
+
+    def act(p, s):
+        yield ("L", n)
+
+    def rebind(v):
+        nonlocal n
+        n = v
+
+    return act, rebind
+
+
+def test_a_closure_keeps_its_cells():
+    empty = _with_an_empty_cell()
+    assert predicated(empty) is empty  # nothing to recompile it with
+    act, rebind = _with_a_rebound_cell()
+    made = predicated(act)
+    rebind(5)
+    assert list(made(None, None)) == list(act(None, None)) == [("L", 5)]
+
+
+class _Marked(NamedTuple):
+    label: str
+    cond: int
+
+
+def test_a_spec_tuple_with_a_cond_field_is_not_a_guarded_item():
+    made = Items()
+    made.append(_Marked("L", 0))
+    assert made.settled() == [_Marked("L", 0)] and list(successors(made)) == [_Marked("L", 0)]

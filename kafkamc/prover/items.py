@@ -7,7 +7,7 @@ branch is a mutation the other side would see), so the path forked on the condit
 over requests or replicas that appends multiplied its paths by two per iteration (replication's
 ``become_leader``: three requests, eight paths before any other decision). Here the append is
 kept as a *guarded item*: the item and the condition under which Python would have appended it,
-as a region's yields are (``merge.Guarded``). The list is the same list on both sides, so nothing
+as a region's yields are (``Guarded``). The list is the same list on both sides, so nothing
 needs joining.
 
 Exact by construction: a consumer that knows guards (the relation, through
@@ -27,7 +27,7 @@ from kafkamc.checker.symbolic.context import current, unsupported
 from kafkamc.checker.symbolic.values import fast_and, fast_not
 from kafkamc.errors import SymbolicUnsupported
 
-__all__ = ["Items", "items", "running"]
+__all__ = ["Guarded", "Items", "items", "running"]
 
 
 def running() -> Any:
@@ -42,6 +42,19 @@ def _guard() -> z3.BoolRef | None:
     """The guards the running code is under, or None outside any (a concrete run included)."""
     ex = running()
     return fast_and(list(ex.guards)) if ex is not None and ex.guards else None
+
+
+class Guarded(tuple):
+    """An item a guarded region yielded (a ``(label, state)`` pair, unpacked as one) and the
+    condition under which it was yielded; the relation adds it to the path's. Known by its
+    class: a spec's own tuple may have a ``cond`` field."""
+
+    cond: z3.BoolRef
+
+    def __new__(cls, cond: z3.BoolRef, item: Any) -> "Guarded":
+        made = super().__new__(cls, item)
+        made.cond = cond
+        return made
 
 
 class Items(list):
@@ -109,13 +122,13 @@ class Items(list):
             side = a if current().decide(c) else b
             return side.settled() if isinstance(side, Items) else side
         if not any(c is not None for c in self.conds) and not any(
-                isinstance(item, tuple) and hasattr(item, "cond") for item in list.__iter__(self)):
+                isinstance(item, Guarded) for item in list.__iter__(self)):
             return list(list.__iter__(self))
         ex = current()
         out = []
         for cond, item in zip(self.conds, list.__iter__(self)):
-            # An item a region yielded carries its own condition (``merge.Guarded``, a tuple).
-            inner = getattr(item, "cond", None) if isinstance(item, tuple) else None
+            # An item a region yielded carries its own condition.
+            inner = item.cond if isinstance(item, Guarded) else None
             if (cond is None or ex.decide(cond)) and (inner is None or ex.decide(inner)):
                 out.append(tuple(item) if inner is not None else item)
         return out

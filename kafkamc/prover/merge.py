@@ -29,7 +29,7 @@ from kafkamc.checker.symbolic.state import equal, int_terms, lex_le
 from kafkamc.checker.symbolic.values import _Opaque, as_arith, as_bool, bool_value, fast_and, fast_not, fast_or, fast_simplify
 from kafkamc.checker.watch import raise_pending_stop
 from kafkamc.errors import KafkamcError
-from kafkamc.prover.items import Items, items, running
+from kafkamc.prover.items import Guarded, Items, items, running
 
 __all__ = ["UNBOUND", "Label", "Split", "Guarded", "region", "test", "enter_side", "leave_side", "drop_side", "run_side", "ite", "merge", "ifexp", "and_", "or_", "and_t", "or_t", "not_", "in_", "eq",
            "ne", "len_", "any_", "all_", "sorted_", "members", "truth_of",
@@ -138,18 +138,6 @@ def run_side(split: Split, side: bool, body: Callable[[], Any]) -> Any:
         return UNBOUND
     leave_side(split)
     return value
-
-
-class Guarded(tuple):
-    """An item a guarded region yielded (a ``(label, state)`` pair, unpacked as one) and the
-    condition under which it was yielded; the relation adds it to the path's."""
-
-    cond: z3.BoolRef
-
-    def __new__(cls, cond: z3.BoolRef, item: Any) -> "Guarded":
-        made = super().__new__(cls, item)
-        made.cond = cond
-        return made
 
 
 def region(split: Any, then: Callable[[], Any], other: Callable[[], Any]) -> Any:
@@ -416,8 +404,9 @@ def each(items: Any, body: Callable[[Any], None], owners: Any, globs: Any) -> No
     path of the exploration gets again (the region is replayed, not run again), so a write in
     place would leak from one path into the next. Two items holding one record (an action that
     appends a successor twice) are copied together, keeping that record shared, and run as
-    Python's loop (a fork on each condition). A record the arguments or the module hold is
-    written in place, as the code is written."""
+    Python's loop (a fork on each condition). Under a guard (the loop runs on some states
+    only), or over a record the arguments or the module hold, a write in place would reach later
+    paths (a record of a template every path starts from): refused."""
     ex = running()
     if not isinstance(items, Items) or ex is None:
         for item in items:
@@ -431,11 +420,10 @@ def each(items: Any, body: Callable[[Any], None], owners: Any, globs: Any) -> No
         pairs.append((cond, item))
     taken = _held(owners, globs)
     records = [_records(item) for _cond, item in pairs]
-    # Under a guard the loop runs only on some states: its items stay as they were on the others.
-    if ex.guards or any(r & taken for r in records):
-        for item in items.settled():
-            body(item)
-        return
+    if ex.guards:
+        raise unsupported("a loop writing slots of guarded items under a condition")
+    if any(r & taken for r in records):
+        raise unsupported("a loop writing slots of a record the arguments or the module hold")
     shared = sum(len(r) for r in records) != len(frozenset().union(*records)) if records else False
     if shared:
         copies = copy.deepcopy([item for _cond, item in pairs])  # one memo: a shared record stays shared
@@ -491,10 +479,24 @@ def _held(owners: Any, globs: Any) -> frozenset[int]:
     return frozenset(taken)
 
 
-def finite(value: Any) -> bool:
-    """Whether iterating ``value`` to its end is harmless: a collection, not an iterator (a loop
-    that breaks is run to the end with a flag only over one, ``predicated.py``)."""
-    return isinstance(value, (tuple, list, range, frozenset, set, dict, str, SymSet))
+_MAX_FLAGGED = 4096  # most items a loop that breaks runs over with a flag (a huge range would not end)
+
+
+def finite(value: Any, unchanged: bool = False) -> bool:
+    """Whether iterating ``value`` to its end is harmless (a loop that breaks is run to the end
+    with a flag only then, ``predicated.py``): a collection of at most ``_MAX_FLAGGED`` items, not
+    an iterator, that nothing changes while it is iterated: an immutable one, or a list, set or
+    dict the loop's body leaves alone (``unchanged``, which the rewrite checked)."""
+    if isinstance(value, SymSet):
+        return len(value.elems) <= _MAX_FLAGGED
+    if isinstance(value, range):
+        return value.start == value.stop or (value.stop - value.start) // value.step < _MAX_FLAGGED
+    if isinstance(value, (tuple, frozenset, str)):
+        return len(value) <= _MAX_FLAGGED
+    if unchanged and isinstance(value, (list, set, dict)):
+        # A list of guarded items counts its possible items (its ``len`` forks on them).
+        return list.__len__(value) <= _MAX_FLAGGED if isinstance(value, list) else len(value) <= _MAX_FLAGGED
+    return False
 
 
 def successors(result: Any) -> Iterator[Any]:

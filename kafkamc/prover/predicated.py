@@ -52,6 +52,7 @@ _PURE_BUILTINS = frozenset({
     "filter", "repr", "format", "divmod", "hash", "getattr", "hasattr", "round", "chr", "ord", "slice",
 })
 _FRESH_CALLS = frozenset({"list", "dict", "set"})
+_FRESH_ITERABLES = frozenset({"sorted", "list", "dict", "set", "tuple", "frozenset", "range"})  # a new object
 _INTROSPECTION = frozenset({"locals", "vars", "eval", "exec", "dir"})  # read locals by name
 
 _functions: dict[Any, Callable[..., Any]] = {}
@@ -89,16 +90,20 @@ def _recompile(fn: Any) -> Any:
     ns = _namespace(fn.__globals__)
     if fn.__closure__:
         # A decorator's wrapper (``@_tracking``): recompiled too, so that it takes the guarded
-        # items of the function it wraps with their guards; what it closes over recompiled. When
-        # its source cannot be, its own code as written.
-        values = [predicated(c.cell_contents) if isinstance(c.cell_contents, types.FunctionType) else c.cell_contents
-                  for c in fn.__closure__]
-        made = _compiled(fn, ns, values)
-        if made is not None:
-            return made
-        cells = tuple(types.CellType(v) for v in values)
-        new = types.FunctionType(fn.__code__, ns, fn.__name__, fn.__defaults__, cells)
+        # items of the function it wraps with their guards; the functions it closes over
+        # recompiled, its other cells kept as they are (a later rebinding stays seen). When its
+        # source cannot be, its own code as written.
+        try:
+            contents = [c.cell_contents for c in fn.__closure__]
+        except ValueError:
+            return fn  # a variable not yet bound: nothing to recompile it with
+        cells = tuple(types.CellType(predicated(v)) if isinstance(v, types.FunctionType) else c
+                      for c, v in zip(fn.__closure__, contents))
+        made = _compiled(fn, ns, [c.cell_contents for c in cells])
+        code = fn.__code__ if made is None else made.__code__
+        new = types.FunctionType(code, ns, fn.__name__, fn.__defaults__, cells)
         new.__kwdefaults__ = fn.__kwdefaults__
+        new.__qualname__ = fn.__qualname__
         return new
     return _compiled(fn, ns) or fn
 
@@ -667,11 +672,13 @@ class _Rewrite(ast.NodeTransformer):
         forked on every member). Only over a finite collection (checked when it runs: the loop as
         written otherwise, so an endless iterator still ends), and only when no code after the
         loop reads its target (one that broke leaves it at the item it broke on, the flag at the
-        last one). None when it does not apply."""
+        last one), whose target is names, and whose collection the body cannot change
+        (``_unchanged``, else only an immutable one). None when it does not apply."""
         if getattr(st, "_kmc_as_written", False) or not any(isinstance(n, ast.Break) for n in _own_nodes(st.body, True)):
             return None
         targets = {n.id for n in ast.walk(st.target) if isinstance(n, ast.Name)}
-        if targets & (live | self.closure):
+        # ``for o.x in xs`` would write o.x with the items past the break.
+        if not _plain_target(st.target) or targets & (live | self.closure):
             return None
         flag, it = _BROKE + self.fresh(), self.fresh()
         try:
@@ -690,11 +697,24 @@ class _Rewrite(ast.NodeTransformer):
         as_written = ast.For(target=st.target, iter=_name(it), body=st.body, orelse=st.orelse, type_comment=None)
         as_written._kmc_as_written = True  # type: ignore[attr-defined]
         out = [ast.Assign(targets=[_name(it, ast.Store())], value=st.iter),
-               ast.If(test=_call(_k("finite"), _name(it)), body=flagged, orelse=[as_written])]
+               ast.If(test=_call(_k("finite"), _name(it), ast.Constant(self._unchanged(st))), body=flagged,
+                      orelse=[as_written])]
         for n in _walk_in_order(out):  # the new occurrences, for ``_own``
             if isinstance(n, ast.Name):
                 self.names.setdefault(n.id, []).append(n)
         return out
+
+    def _unchanged(self, st: ast.For) -> bool:
+        """Whether the body of ``st`` cannot change the collection it iterates: one a builtin
+        call makes right there, or a named one the body mutates nothing of (but the lists of
+        guarded items it appends to). Past the break, the flagged loop goes on iterating where
+        Python stopped: a dict or set changed before the break would raise there."""
+        it = st.iter
+        root = _root(it)
+        if root is None:
+            return (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in _FRESH_ITERABLES
+                    and it.func.id not in self.pure.ns)
+        return self.pure.block(st.body, True, self.pure.item_lists - {root}, items=False)
 
     def if_(self, st: ast.If, live: frozenset[str], loop: Any) -> list[ast.stmt]:
         pure = self.pure
