@@ -2,8 +2,9 @@
 spec's file name and line numbers (the executor's guard inspects it as spec code, errors name the
 spec's lines), in a copy of its module's globals whose functions are rewritten the same way.
 
-What the rewrite is belongs to its caller: ``predicated.py`` (the actions, branch-free) and
-``formula_sets.py`` (invariants, their sets kept symbolic).
+What the rewrite is belongs to its caller: ``formula_sets.py`` (invariants, their sets kept
+symbolic) and ``predicated.py`` (the actions, branch-free; it parses and loads on its own, as it
+also compiles a decorator's wrapper with its closure, and shares ``namespace``).
 """
 
 from __future__ import annotations
