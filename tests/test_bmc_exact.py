@@ -49,11 +49,18 @@ def _agrees_with_check(spec: Spec) -> None:
     assert r.result == "violation" and len(r.trace) == len(bfs.trace)
 
 
-class RegionAppends(Spec):
-    """A branch that yields (a region) and appends to the action's own list of guarded items:
-    the item is the branch's, under its condition, on every path."""
+def _explorer(x: z3.ExprRef, top: int = 2) -> Explorer:
+    """An explorer of the paths over ``x`` (an int in 0..top, or a bool)."""
+    solver = z3.Solver()
+    if z3.is_int(x):
+        solver.add(x >= 0, x <= top)
+    solver.check()
+    return Explorer(solver, solver.model(), Budget(deadline=time.monotonic() + 60), formatting_allowed=False)
 
-    name = "bmc-exact-region-appends"
+
+class _Counter(Spec):
+    """``a`` counts up to 3 (``inc``); each spec below adds the action under test."""
+
     invariants = (b_not_3,)
 
     def init_states(p):
@@ -63,17 +70,24 @@ class RegionAppends(Spec):
         return d.Record(Pair, a=d.Int(0, 3), b=d.Int(0, 3))
 
     @action
+    def inc(p, s):
+        if s.a < 3:
+            yield ("I", Pair(s.a + 1, s.b))
+
+
+class RegionAppends(_Counter):
+    """A branch that yields (a region) and appends to the action's own list of guarded items:
+    the item is the branch's, under its condition, on every path."""
+
+    name = "bmc-exact-region-appends"
+
+    @action
     def go(p, s):
         out = []
         if s.a == 1:
             out.append(("X", Pair(s.a, 3)))
             yield ("Y", Pair(2, s.b))
         yield from out
-
-    @action
-    def inc(p, s):
-        if s.a < 3:
-            yield ("I", Pair(s.a + 1, s.b))
 
 
 def test_a_region_appending_to_the_actions_list_keeps_the_items_condition():
@@ -94,29 +108,18 @@ def b_not_1(p, s) -> bool:
     return s.b != 1
 
 
-class IndexedRecords(Spec):
+class IndexedRecords(_Counter):
     """A record read at a symbolic position and written in place: the write is on the tuple's
     own record, which a join of the records would not be."""
 
     name = "bmc-exact-indexed-records"
     invariants = (b_not_1,)
 
-    def init_states(p):
-        yield Pair(0, 0)
-
-    def domain(p):
-        return d.Record(Pair, a=d.Int(0, 3), b=d.Int(0, 3))
-
     @action
     def go(p, s):
         rows = (Row(0), Row(0))
         _set_seen(rows[s.a % 2], 1)
         yield ("L", Pair(s.a, rows[0].seen))
-
-    @action
-    def inc(p, s):
-        if s.a < 3:
-            yield ("I", Pair(s.a + 1, s.b))
 
 
 def test_a_record_read_at_a_symbolic_position_is_the_tuples_own():
@@ -125,10 +128,7 @@ def test_a_record_read_at_a_symbolic_position_is_the_tuples_own():
 
 def test_only_values_without_identity_are_joined_at_a_symbolic_position():
     x = z3.Int("x")
-    solver = z3.Solver()
-    solver.add(x >= 0, x <= 1)
-    solver.check()
-    ex = Explorer(solver, solver.model(), Budget(deadline=time.monotonic() + 60), formatting_allowed=False)
+    ex = _explorer(x, 1)
     shared = Row(5)
 
     def run():
@@ -174,25 +174,20 @@ def _frozen_rebound(fs):
 @pytest.mark.parametrize("op", ["|", "&", "-", "^"])
 def test_a_built_set_changed_in_place_is_refused(op):
     x = z3.Int("x")
-    solver = z3.Solver()
-    solver.add(x >= 0, x <= 2)
-    solver.check()
     f = with_symbolic_sets(_built_then_changed)
     assert f([1], op) == _built_then_changed([1], op)  # concrete: Python's own set, changed in place
-    ex = Explorer(solver, solver.model(), Budget(deadline=time.monotonic() + 60), formatting_allowed=False)
+    ex = _explorer(x)
     with guarded(), pytest.raises(SymbolicUnsupported, match=f"{re.escape(op)}= on a set built"):
         list(ex.paths(lambda: f([SymInt(x)], op)))
     g = with_symbolic_sets(_union_then_changed)
-    ex = Explorer(solver, solver.model(), Budget(deadline=time.monotonic() + 60), formatting_allowed=False)
+    ex = _explorer(x)
     with guarded(), pytest.raises(SymbolicUnsupported):
         list(ex.paths(lambda: g([SymInt(x)])))
 
 
 def test_a_frozenset_of_the_domain_is_rebound_by_its_in_place_operators():
     x = z3.Bool("x")
-    solver = z3.Solver()
-    solver.check()
-    ex = Explorer(solver, solver.model(), Budget(deadline=time.monotonic() + 60), formatting_allowed=False)
+    ex = _explorer(x)
     with guarded():
         ((_pc, (before, after)),) = list(ex.paths(lambda: _frozen_rebound(SymSet((1,), (x,)))))
     assert before.elems == (1,) and after.elems == (1, 2)
@@ -239,17 +234,10 @@ def test_a_loop_that_breaks_is_pythons(fn, arg):
     assert list(predicated(fn)(None, arg)) == list(fn(None, arg))
 
 
-class DeletesThenBreaks(Spec):
+class DeletesThenBreaks(_Counter):
     """A loop that deletes the key it is at from the dict it iterates, then breaks."""
 
     name = "bmc-exact-deletes-then-breaks"
-    invariants = (b_not_3,)
-
-    def init_states(p):
-        yield Pair(0, 0)
-
-    def domain(p):
-        return d.Record(Pair, a=d.Int(0, 3), b=d.Int(0, 3))
 
     @action
     def go(p, s):
@@ -259,11 +247,6 @@ class DeletesThenBreaks(Spec):
                 del left[k]
                 break
         yield ("L", Pair(s.a, len(left) - 1))
-
-    @action
-    def inc(p, s):
-        if s.a < 3:
-            yield ("I", Pair(s.a + 1, s.b))
 
 
 def test_a_loop_deleting_from_the_dict_it_iterates_then_breaking_agrees_with_check():
@@ -298,11 +281,8 @@ def _stamped_under_a_guard(s):
 ])
 def test_a_slot_writing_loop_that_cannot_run_on_copies_is_refused(run, refused):
     x = z3.Int("x")
-    solver = z3.Solver()
-    solver.add(x >= 0, x <= 2)
-    solver.check()
     assert [r.seen for r in predicated(_stamped_under_a_guard)(2)] == [1]  # concrete: Python's loop
-    ex = Explorer(solver, solver.model(), Budget(deadline=time.monotonic() + 60), formatting_allowed=False)
+    ex = _explorer(x)
     with guarded(), pytest.raises(SymbolicUnsupported, match=refused):
         list(ex.paths(lambda: run(x)))
 

@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 from kafkamc.prover import merge as _merge_module
 from kafkamc.prover.liveness import closure_reads, live_after, live_in, loop_head
-from kafkamc.prover.recompile import namespace
+from kafkamc.prover.recompile import loaded, namespace, parsed
 
 __all__ = ["predicated", "LABEL"]
 
@@ -115,38 +115,15 @@ def _namespace(globs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _compiled(fn: types.FunctionType, ns: dict[str, Any], free: list[Any] | None = None) -> Any:
-    """``fn`` recompiled in ``ns``, or None; ``free``: the values of its closure's variables (a
-    wrapper is compiled inside a function taking them, which returns it)."""
-    try:
-        # The code's own source: a wrapper's ``__wrapped__`` would lead getsource to the wrapped one.
-        source = textwrap.dedent(inspect.getsource(fn.__code__))
-        tree = ast.parse(source)
-    except (OSError, TypeError, SyntaxError, IndentationError):
+    """``fn`` recompiled in ``ns``, or None; ``free``: the values of its closure's variables."""
+    source = parsed(fn)
+    if source is None:
         return None
-    fdef = tree.body[0] if tree.body else None
-    if not isinstance(fdef, (ast.FunctionDef, ast.AsyncFunctionDef)) or fdef.name != fn.__code__.co_name:
+    tree, fdef = source
+    if _has(fdef, (ast.Try, ast.Global, ast.Nonlocal)):
         return None
-    if isinstance(fdef, ast.AsyncFunctionDef) or _has(fdef, (ast.Try, ast.Global, ast.Nonlocal)):
-        return None
-    fdef.decorator_list = []
     _Rewrite(ns).function(fdef)
-    names = fn.__code__.co_freevars
-    if free is not None:
-        tree.body = [ast.FunctionDef(
-            name=_K + "_closure", args=ast.arguments(posonlyargs=[], args=[ast.arg(x) for x in names], kwonlyargs=[],
-                                                     kw_defaults=[], defaults=[]),
-            body=[fdef, ast.Return(value=_name(fdef.name))], decorator_list=[], returns=None, type_comment=None)]
-    ast.fix_missing_locations(tree)
-    ast.increment_lineno(tree, fn.__code__.co_firstlineno - 1)
-    local: dict[str, Any] = {}
-    exec(compile(tree, fn.__code__.co_filename, "exec"), ns, local)  # noqa: S102 - the spec's own source
-    new = local[fdef.name] if free is None else local[_K + "_closure"](*free)
-    if free is not None and new.__code__.co_freevars != names:
-        return None  # the source binds its free names otherwise than the code we were given
-    new.__defaults__ = fn.__defaults__
-    new.__kwdefaults__ = fn.__kwdefaults__
-    new.__qualname__ = fn.__qualname__
-    return new
+    return loaded(tree, fdef, fn, ns, free)
 
 
 # -- AST helpers ---------------------------------------------------------------------------------

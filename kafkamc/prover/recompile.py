@@ -3,8 +3,8 @@ spec's file name and line numbers (the executor's guard inspects it as spec code
 spec's lines), in a copy of its module's globals whose functions are rewritten the same way.
 
 What the rewrite is belongs to its caller: ``formula_sets.py`` (invariants, their sets kept
-symbolic) and ``predicated.py`` (the actions, branch-free; it parses and loads on its own, as it
-also compiles a decorator's wrapper with its closure, and shares ``namespace``).
+symbolic) and ``predicated.py`` (the actions, branch-free, and a decorator's wrapper with the
+values of its closure: ``loaded``'s ``free``).
 """
 
 from __future__ import annotations
@@ -22,23 +22,39 @@ def parsed(fn: types.FunctionType) -> tuple[ast.Module, ast.FunctionDef] | None:
     """The syntax tree of ``fn``'s source and its ``def`` (decorators dropped), or None when the
     source is not available or is not a plain ``def`` of that name."""
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+        # The code's own source: a wrapper's ``__wrapped__`` would lead getsource to the wrapped one.
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn.__code__)))
     except (OSError, TypeError, SyntaxError, IndentationError):
         return None
     fdef = tree.body[0] if tree.body else None
-    if not isinstance(fdef, ast.FunctionDef) or fdef.name != fn.__name__:
+    if not isinstance(fdef, ast.FunctionDef) or fdef.name != fn.__code__.co_name:
         return None
     fdef.decorator_list = []
     return tree, fdef
 
 
-def loaded(tree: ast.Module, fdef: ast.FunctionDef, fn: types.FunctionType, ns: dict[str, Any]) -> Any:
-    """The function ``tree`` (rewritten from ``fn``) defines, with ``ns`` as its globals."""
+_CLOSURE = "_kmc_closure"
+
+
+def loaded(tree: ast.Module, fdef: ast.FunctionDef, fn: types.FunctionType, ns: dict[str, Any],
+           free: list[Any] | None = None) -> Any:
+    """The function ``tree`` (rewritten from ``fn``) defines, with ``ns`` as its globals; with
+    ``free``, the values of ``fn``'s closure variables (the ``def`` is compiled inside a function
+    taking them, which returns it), or None when the source binds its free names otherwise."""
+    names = fn.__code__.co_freevars
+    if free is not None:
+        tree.body = [ast.FunctionDef(
+            name=_CLOSURE, args=ast.arguments(posonlyargs=[], args=[ast.arg(x) for x in names], kwonlyargs=[],
+                                              kw_defaults=[], defaults=[]),
+            body=[fdef, ast.Return(value=ast.Name(fdef.name, ast.Load()))], decorator_list=[], returns=None,
+            type_comment=None)]
     ast.fix_missing_locations(tree)
     ast.increment_lineno(tree, fn.__code__.co_firstlineno - 1)
     local: dict[str, Any] = {}
     exec(compile(tree, fn.__code__.co_filename, "exec"), ns, local)  # noqa: S102 - the spec's own source
-    new = local[fdef.name]
+    new = local[fdef.name] if free is None else local[_CLOSURE](*free)
+    if free is not None and new.__code__.co_freevars != names:
+        return None
     new.__defaults__ = fn.__defaults__
     new.__kwdefaults__ = fn.__kwdefaults__
     new.__qualname__ = fn.__qualname__
