@@ -35,6 +35,7 @@ from typing import Any, Callable
 
 from kafkamc.prover import merge as _merge_module
 from kafkamc.prover.liveness import closure_reads, live_after, live_in, loop_head
+from kafkamc.prover.recompile import namespace
 
 __all__ = ["predicated", "LABEL"]
 
@@ -105,20 +106,7 @@ def _recompile(fn: Any) -> Any:
 
 def _namespace(globs: dict[str, Any]) -> dict[str, Any]:
     """A copy of a module's globals whose functions are their recompiled versions."""
-    name = globs.get("__name__", "")
-    ns = _namespaces.get(name)
-    if ns is not None and ns.get("__file__") == globs.get("__file__"):
-        return ns
-    ns = dict(globs)
-    ns[_K] = _merge_module
-    _namespaces[name] = ns
-    for key, value in list(globs.items()):
-        if isinstance(value, types.FunctionType) and value.__module__ == name and not value.__closure__:
-            new = _compiled(value, ns)
-            if new is not None:
-                ns[key] = new
-                _functions[value] = new
-    return ns
+    return namespace(globs, _namespaces, (_K, _merge_module), _compiled, _functions)
 
 
 def _compiled(fn: types.FunctionType, ns: dict[str, Any], free: list[Any] | None = None) -> Any:

@@ -369,6 +369,30 @@ class Explorer:
         options = [term == v for v in values] if g is None else [z3.Implies(g, term == v) for v in values]
         return self._take(_Decision(term, term_id, options, values, [found[v] for v in values]))
 
+    def values_of(self, term: z3.ArithRef, most: int) -> list[int] | None:
+        """Every value ``term`` takes on some state of the current path (guards aside: a superset
+        under them), ascending, without deciding anything; None when there are more than ``most``.
+        An infeasible path (``prune=False``) has none. Recorded as a decision of one option: on
+        re-execution the solver holds the rest of the previous path too, which may allow fewer."""
+        term = z3.simplify(term)
+        if z3.is_int_value(term):
+            return [term.as_long()]
+        key = _Key("values", term, most)
+        run = self._run
+        if run.pos < len(run.trail):
+            return self._replay(key)
+        found: list[int] = []
+        while True:
+            m = self._check(*(term != v for v in found))
+            if m is None:
+                break
+            found.append(m.eval(term, model_completion=True).as_long())
+            if len(found) > most:
+                found = None
+                break
+        values = None if found is None else sorted(found)
+        return self._take(_Decision(key, -1, [z3.BoolVal(True)], [values], [None]))
+
     def choose_index(self, n: int, what: str) -> int:
         """A concrete choice among ``n`` alternatives (a shape: a bag's length, a subset)."""
         run = self._run

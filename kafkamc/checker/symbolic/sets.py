@@ -154,6 +154,14 @@ class SymSet(_Opaque):
         both = as_members(self & _coerce(o))
         return SymBool(fast_not(fast_or(list(both.values()))))
 
+    # A SymSet also stands for a ``set`` a comprehension built (``setbuild.py``); changing it in
+    # place is not modelled, and must not pass for the AttributeError Python would not raise.
+    def _mutated(self, *args: Any) -> Any:
+        raise unsupported("changing in place a set built from symbolic values")
+
+    add = discard = remove = pop = clear = update = _mutated
+    intersection_update = difference_update = symmetric_difference_update = _mutated
+
     __hash__ = _Opaque.__hash__
 
 

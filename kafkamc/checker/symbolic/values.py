@@ -131,7 +131,11 @@ class _Opaque:
         raise err
 
     def __int__(self) -> int:
-        raise unsupported("int() of a symbolic value")
+        err = unsupported("int() of a symbolic value")
+        # As for a hash: ``bmc`` runs the code again once per value of the term (a joined
+        # ``_RESULT_OF_PREPARE[c.state]`` passed to ``int``).
+        err.term = getattr(self, "z", None)
+        raise err
 
     def __float__(self) -> float:
         raise unsupported("float() of a symbolic value")
