@@ -56,6 +56,8 @@ CONFIGS = {
     # Measured with the invariant's sets kept symbolic (formula_sets.py), the CLI with --workers 2 at
     # load 4 to 8: violation, 8 states (check: 8), 784.3 s CPU (relation 565.5 s on the workers, 49
     # shapes, 53,298 paths, 4,793 moves; feasible.py's cut of escapes about 145 s), 24 min 46 s wall.
+    # After main's later branch-free actions and int() run per value: 8 states, 894.8 s CPU (relation
+    # 746.4 s, 63,050 paths, 9,178 moves), 18 min 54 s wall at load 4 to 5.
     "group-raw": ("group", ["sticky_claims=raw"], "no-double-assignment", 13),
     "replication-kip279": ("replication", ["replicas=3", "truncation=kip279"], "strong-isr", 10),
     # The same rule at replicas=2: 108 shapes, the violation 11 steps deep (12 states; docs/bmc.md,
