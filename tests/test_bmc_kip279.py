@@ -23,11 +23,10 @@ from kafkamc.prover.items import Items
 from kafkamc.prover.layout import Layout
 from kafkamc.prover.merge import Guarded, index_, merge, replace_at, successors
 from kafkamc.prover.predicated import predicated
-from kafkamc.prover.relation import relate
 from kafkamc.spec import domain as d
 from kafkamc.spec.registry import build_spec
 
-from test_bmc_predicated import _step, compared_on_reached
+from test_bmc_predicated import both_relations, compared_on_reached
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,15 +148,7 @@ def test_recompiled_list_actions_give_pythons_successors():
 def test_the_list_actions_relation_is_the_forking_one_with_fewer_paths():
     spec = Rows()
     layout = Layout(type(spec).domain(spec.p))
-    props = list(spec.properties())
-    budget = Budget(deadline=time.monotonic() + 600, max_paths=10**6)
-    old = relate(spec, props, layout, budget, branch_free=False)
-    new = relate(spec, props, layout, budget, branch_free=True)
-    for a, b in zip(old, new):
-        s = z3.Solver()
-        s.add(a.facts, z3.Not(a.raised_action), z3.Not(b.raised_action), _step(layout, a) != _step(layout, b))
-        assert s.check() == z3.unsat, a.shape
-    assert sum(r.paths for r in new) < sum(r.paths for r in old)
+    both_relations(spec, layout, list(spec.properties()))
 
 
 def test_bmc_finds_checks_shortest_violation_through_the_list_actions():
