@@ -89,7 +89,8 @@ class CheckResult:
     seconds: float
     trace: Trace | None = None
     # Why a run is incomplete: "max-depth", "max-states", "interrupted" (Ctrl-C), "terminated"
-    # (SIGTERM or SIGHUP), "max-memory"; None otherwise.
+    # (SIGTERM or SIGHUP), "max-memory"; bmc also "max-time" (its --timeout), "max-paths" and "solver-unknown";
+    # None otherwise.
     reason: str | None = None
     symmetry: bool = False
     extra: dict[str, Any] = field(default_factory=dict)

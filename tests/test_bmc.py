@@ -184,6 +184,9 @@ def test_cli_json_is_check_json_and_replays(tmp_path, capsys):
     assert main(["bmc", ref, "-i", "bmc-sum-small", "--depth", "-1"]) == 2
     assert main(["bmc", ref, "-i", "bmc-sum-small", "--depth", "10", "--timeout", "0.000001"]) == 4
     assert "the time limit was reached" in capsys.readouterr().out
+    # The JSON says why it stopped: the time limit, not a depth reached.
+    assert main(["bmc", ref, "-i", "bmc-sum-small", "--depth", "10", "--timeout", "0.000001", "--json"]) == 4
+    assert json.loads(capsys.readouterr().out)["reason"] == "max-time"
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,7 +44,7 @@ from kafkamc.prover.layout import Layout
 from kafkamc.prover.ranges import Ranges, ranges
 from kafkamc.prover.relation import ShapeRelation
 from kafkamc.prover.relation_reach import relate_within
-from kafkamc.prover.witness import concrete_path, confirmed, incomplete, raised
+from kafkamc.prover.witness import concrete_path, confirmed, incomplete, limit_reason, raised
 from kafkamc.result import CheckResult
 from kafkamc.spec.api import Spec
 from kafkamc.spec.domain import contains
@@ -271,7 +271,7 @@ def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: floa
             un.step(k)
     except (SolverUnknown, PathLimit) as exc:
         why = "the time limit was reached" if time.monotonic() >= budget.deadline else f"solver: {exc}"
-        return incomplete(spec, props, started, reached, "max-depth", why, _stats(un, budget))
+        return incomplete(spec, props, started, reached, limit_reason(exc, budget.deadline), why, _stats(un, budget))
     except KeyboardInterrupt as exc:
         return incomplete(spec, props, started, reached, stop_reason(exc), None, _stats(un, budget))
     return incomplete(spec, props, started, reached, "max-depth", None, _stats(un, budget))

@@ -435,7 +435,7 @@ def bmc_in_context(spec: Spec, props: tuple[Property, ...], depth: int, *, timeo
                 witness.raised(spec, props, un.states(model, k), actions=True)
     except (SolverUnknown, PathLimit) as exc:
         why = "the time limit was reached" if time.monotonic() >= budget.deadline else f"solver: {exc}"
-        return witness.incomplete(spec, props, started, reached, "max-depth", why, _stats(un, budget))
+        return witness.incomplete(spec, props, started, reached, witness.limit_reason(exc, budget.deadline), why, _stats(un, budget))
     except KeyboardInterrupt as exc:
         return witness.incomplete(spec, props, started, reached, stop_reason(exc), None, _stats(un, budget))
     return witness.incomplete(spec, props, started, reached, "max-depth", None, _stats(un, budget))

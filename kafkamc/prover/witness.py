@@ -12,13 +12,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from kafkamc.checker.symbolic.paths import PathLimit
 from kafkamc.counterexamples.trace import replay
 from kafkamc.errors import SoundnessError, SpecRaised
 from kafkamc.invariants.api import Property
 from kafkamc.result import INCOMPLETE, VIOLATION, CheckResult
 from kafkamc.spec.api import Spec
 
-__all__ = ["concrete_path", "confirmed", "incomplete", "raised"]
+__all__ = ["concrete_path", "confirmed", "incomplete", "limit_reason", "raised"]
 
 
 def raised(spec: Spec, props: tuple[Property, ...], states: list[Any], *, actions: bool) -> None:
@@ -57,6 +58,14 @@ def incomplete(spec: Spec, props: tuple[Property, ...], started: float, reached:
         spec=spec.name, params=spec.p.as_dict(), engine="bmc", result=INCOMPLETE,
         invariants=tuple(pr.name for pr in props), violated=None, distinct_states=0, states_generated=0,
         depth=reached + 1, seconds=round(time.perf_counter() - started, 3), reason=reason, extra=extra)
+
+
+def limit_reason(exc: BaseException, deadline: float) -> str:
+    """The incomplete run's reason when a query was left open: the run's ``--timeout``, a
+    query's path budget, or the solver's own unknown."""
+    if time.monotonic() >= deadline:
+        return "max-time"
+    return "max-paths" if isinstance(exc, PathLimit) else "solver-unknown"
 
 
 def concrete_path(spec: Spec, states: list[Any]) -> list[int]:
