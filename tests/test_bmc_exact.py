@@ -327,3 +327,45 @@ def test_a_spec_tuple_with_a_cond_field_is_not_a_guarded_item():
     made = Items()
     made.append(_Marked("L", 0))
     assert made.settled() == [_Marked("L", 0)] and list(successors(made)) == [_Marked("L", 0)]
+
+
+@dataclass(frozen=True, slots=True)
+class Members:
+    isr: frozenset
+    b: int
+
+
+@invariant("bmc-exact-b-not-1", "b never reaches 1")
+def b_not_1(p, s) -> bool:
+    return s.b != 1
+
+
+class LoopTargetReadAfter(Spec):
+    """``last`` reads the loop's target after a loop over a symbolic set whose body branches:
+    Python leaves it at the last member the loop ran on, not at the last possible member."""
+
+    invariants = (b_not_1,)
+
+    def init_states(p):
+        yield Members(frozenset({1, 2}), 0)
+
+    def domain(p):
+        return d.Record(Members, isr=d.Set(range(1, 4)), b=d.Int(0, 3))
+
+    @action
+    def shrink(p, s):
+        for r in (1, 2, 3):
+            if r in s.isr:
+                yield ("S", Members(s.isr - {r}, s.b))
+
+    @action
+    def last(p, s):
+        seen = 0
+        for r in s.isr:
+            if s.b == 0:
+                seen = seen + 1
+        yield ("L", Members(s.isr, r if seen else 0))
+
+
+def test_a_loop_target_read_after_a_loop_over_a_symbolic_set_is_the_last_member():
+    _agrees_with_check(LoopTargetReadAfter())

@@ -128,6 +128,19 @@ def _compiled(fn: types.FunctionType, ns: dict[str, Any], free: list[Any] | None
 
 # -- AST helpers ---------------------------------------------------------------------------------
 
+
+def _target_read_after(st: ast.For, live: frozenset[str]) -> bool:
+    """Whether the loop's target may be read once the loop is over: a name live after it, or a
+    target that is not only names (an attribute or an item, stored where anything may read it)."""
+    for n in ast.walk(st.target):
+        if isinstance(n, ast.Name):
+            if n.id in live:
+                return True
+        elif not isinstance(n, (ast.Tuple, ast.List, ast.Starred, ast.Store)):
+            return True
+    return False
+
+
 def _has(node: ast.AST, kinds: tuple[type, ...]) -> bool:
     return any(isinstance(n, kinds) for n in ast.walk(node))
 
@@ -567,6 +580,11 @@ class _Rewrite(ast.NodeTransformer):
                 return self.block(flagged, live, loop)
             body = _without_continue(st.body)
             head = loop_head(st, body, live, loop)
+            if _target_read_after(st, live | self.closure):
+                # Python leaves the target at the last member the loop ran on; run over each
+                # possible member under its membership, it would be left at the last possible one.
+                return [ast.For(target=st.target, iter=self.visit(st.iter), body=self.block(body, head, (head, live)),
+                                orelse=self.block(st.orelse, live, loop), type_comment=None)]
             # for x in S: each possible member of a symbolic set under its membership
             b = self.fresh()
             guarded = ast.If(test=_name(b), body=body, orelse=[])
