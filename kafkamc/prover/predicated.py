@@ -132,13 +132,9 @@ def _compiled(fn: types.FunctionType, ns: dict[str, Any], free: list[Any] | None
 def _target_read_after(st: ast.For, live: frozenset[str]) -> bool:
     """Whether the loop's target may be read once the loop is over: a name live after it, or a
     target that is not only names (an attribute or an item, stored where anything may read it)."""
-    for n in ast.walk(st.target):
-        if isinstance(n, ast.Name):
-            if n.id in live:
-                return True
-        elif not isinstance(n, (ast.Tuple, ast.List, ast.Starred, ast.Store)):
-            return True
-    return False
+    if not _plain_target(st.target):
+        return True
+    return any(isinstance(n, ast.Name) and n.id in live for n in ast.walk(st.target))
 
 
 def _has(node: ast.AST, kinds: tuple[type, ...]) -> bool:
@@ -659,9 +655,8 @@ class _Rewrite(ast.NodeTransformer):
         (``_unchanged``, else only an immutable one). None when it does not apply."""
         if getattr(st, "_kmc_as_written", False) or not any(isinstance(n, ast.Break) for n in _own_nodes(st.body, True)):
             return None
-        targets = {n.id for n in ast.walk(st.target) if isinstance(n, ast.Name)}
         # ``for o.x in xs`` would write o.x with the items past the break.
-        if not _plain_target(st.target) or targets & (live | self.closure):
+        if _target_read_after(st, live | self.closure):
             return None
         flag, it = _BROKE + self.fresh(), self.fresh()
         try:
