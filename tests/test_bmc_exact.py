@@ -369,3 +369,48 @@ class LoopTargetReadAfter(Spec):
 
 def test_a_loop_target_read_after_a_loop_over_a_symbolic_set_is_the_last_member():
     _agrees_with_check(LoopTargetReadAfter())
+
+
+def _listing(fn):
+    """A wrapper that takes its action's successors as pairs, one by one (not guard-aware)."""
+
+    def step(p, s):
+        out = []
+        for label, n in fn(p, s):
+            out.append((label, n))
+        return out
+
+    step.__name__ = fn.__name__
+    return step
+
+
+class WrappedGenerator(Spec):
+    """A generator action yielding under a condition, taken pair by pair by a wrapper: the branch
+    is a region of guarded items, which the wrapper's unpacking once dropped the guard of (the
+    successor then appeared on every state: ``b`` past 2)."""
+
+    name = "bmc-exact-wrapped-generator"
+    invariants = (b_not_3,)
+
+    def init_states(p):
+        yield Pair(0, 0)
+
+    def domain(p):
+        return d.Record(Pair, a=d.Int(0, 3), b=d.Int(0, 3))
+
+    @action
+    @_listing
+    def bump(p, s):
+        if s.b < 2:
+            yield "Bump", Pair(s.a, s.b + 1)
+        if s.a < 3:
+            yield "A", Pair(s.a + 1, s.b)
+
+
+def test_a_wrapper_taking_a_generators_guarded_items_as_pairs_keeps_their_conditions():
+    spec = WrappedGenerator()
+    props = [spec.property_named("bmc-exact-b-not-3")]
+    same_relations(spec, props, Layout(type(spec).domain(spec.p)))
+    assert explore(spec, props).result == "ok"
+    result = bmc(spec, props, 8)
+    assert result.result == "incomplete" and result.reason == "max-depth"

@@ -27,7 +27,7 @@ from kafkamc.checker.symbolic.context import current, unsupported
 from kafkamc.checker.symbolic.values import fast_and, fast_not
 from kafkamc.errors import SymbolicUnsupported
 
-__all__ = ["Guarded", "Items", "items", "running"]
+__all__ = ["Guarded", "Items", "Yielded", "items", "passed", "running"]
 
 
 def running() -> Any:
@@ -201,6 +201,43 @@ class Items(list):
         raise unsupported("changing a list of guarded items other than by append")
 
     insert = pop = remove = clear = sort = reverse = __setitem__ = __delitem__ = __iadd__ = __imul__ = _refused
+
+
+class Yielded:
+    """What a recompiled generator function returns. A region's items are ``Guarded`` (yielded
+    under a condition, ``merge.region``); a guard-aware consumer (the relation's
+    ``merge.successors``, ``merge.members``, a recompiled ``yield from``) reads them with
+    ``raw()``. Any other iteration (a wrapper's ``for label, n in fn(p, s)``, ``list(...)``)
+    settles each on the path, forking on its condition, so that it gets Python's items: unpacking
+    a ``Guarded`` item as a pair would drop its condition and yield it on every state."""
+
+    __slots__ = ("_gen",)
+
+    def __init__(self, gen: Any) -> None:
+        self._gen = gen
+
+    def raw(self) -> Any:
+        return self._gen
+
+    def __iter__(self) -> "Yielded":
+        return self
+
+    def __next__(self) -> Any:
+        while True:
+            item = next(self._gen)
+            if not isinstance(item, Guarded):
+                return item
+            if current().decide(item.cond):
+                return tuple(item)
+
+    def close(self) -> None:
+        self._gen.close()
+
+
+def passed(value: Any) -> Any:
+    """What a recompiled ``yield from`` iterates: a recompiled generator's items as yielded,
+    guards included (its own consumer knows them), anything else as it is."""
+    return value.raw() if isinstance(value, Yielded) else value
 
 
 def _guarded_of(value: Any) -> Iterator[tuple[z3.BoolRef | None, Any]]:

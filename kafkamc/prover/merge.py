@@ -29,7 +29,7 @@ from kafkamc.checker.symbolic.state import equal, int_terms, lex_le
 from kafkamc.checker.symbolic.values import _Opaque, as_arith, as_bool, bool_value, fast_and, fast_not, fast_or, fast_simplify
 from kafkamc.checker.watch import raise_pending_stop
 from kafkamc.errors import KafkamcError
-from kafkamc.prover.items import Guarded, Items, items, running
+from kafkamc.prover.items import Guarded, Items, Yielded, items, passed, running  # noqa: F401 (passed: the rewritten code's)
 
 __all__ = ["UNBOUND", "Label", "Split", "Guarded", "region", "test", "enter_side", "leave_side", "drop_side", "run_side", "ite", "merge", "ifexp", "and_", "or_", "and_t", "or_t", "not_", "in_", "eq",
            "ne", "len_", "any_", "all_", "sorted_", "members", "truth_of",
@@ -387,6 +387,12 @@ def members(items: Any) -> Iterator[tuple[Any, Any]]:
                 cond = e.cond if cond is None else fast_and([cond, e.cond])
                 e = tuple(e)
             yield e, (True if cond is None else SymBool(cond))
+    elif isinstance(items, Yielded):
+        for e in items.raw():
+            if isinstance(e, Guarded):
+                yield tuple(e), SymBool(e.cond)
+            else:
+                yield e, True
     else:
         for e in items:
             yield e, True
@@ -502,6 +508,9 @@ def finite(value: Any, unchanged: bool = False) -> bool:
 def successors(result: Any) -> Iterator[Any]:
     """The items of an action's result, each guarded item as a ``Guarded`` (the relation adds its
     condition to the path's); a guarded item that is not a pair is decided on the path."""
+    if isinstance(result, Yielded):
+        yield from result.raw()  # each Guarded item with its condition, for the relation
+        return
     if not isinstance(result, Items):
         yield from result
         return

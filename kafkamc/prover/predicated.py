@@ -101,11 +101,12 @@ def _recompile(fn: Any) -> Any:
         cells = tuple(types.CellType(predicated(v)) if isinstance(v, types.FunctionType) else c
                       for c, v in zip(fn.__closure__, contents))
         made = _compiled(fn, ns, [c.cell_contents for c in cells])
+        made = getattr(made, "__kmc_generator__", made)
         code = fn.__code__ if made is None else made.__code__
         new = types.FunctionType(code, ns, fn.__name__, fn.__defaults__, cells)
         new.__kwdefaults__ = fn.__kwdefaults__
         new.__qualname__ = fn.__qualname__
-        return new
+        return new if made is None else _yielding(new)
     return _compiled(fn, ns) or fn
 
 
@@ -123,7 +124,21 @@ def _compiled(fn: types.FunctionType, ns: dict[str, Any], free: list[Any] | None
     if _has(fdef, (ast.Try, ast.Global, ast.Nonlocal)):
         return None
     _Rewrite(ns).function(fdef)
-    return loaded(tree, fdef, fn, ns, free)
+    return _yielding(loaded(tree, fdef, fn, ns, free))
+
+
+def _yielding(made: Any) -> Any:
+    """``made``, a recompiled generator function returning its generator as ``items.Yielded``:
+    a consumer that does not know guards settles the items a region yielded under a condition."""
+    if made is None or not inspect.isgeneratorfunction(made):
+        return made
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        return _merge_module.Yielded(made(*args, **kwargs))
+
+    run.__name__, run.__qualname__, run.__doc__ = made.__name__, made.__qualname__, made.__doc__
+    run.__kmc_generator__ = made  # type: ignore[attr-defined]
+    return run
 
 
 # -- AST helpers ---------------------------------------------------------------------------------
@@ -798,6 +813,12 @@ class _Rewrite(ast.NodeTransformer):
                                _call(_k("apart"), _name(s), _name(f"{s}_t"), _name(f"{s}_f"))))]
 
     # -- expressions ---------------------------------------------------------------------------
+    def visit_YieldFrom(self, node: ast.YieldFrom) -> ast.expr:
+        # A recompiled generator's items pass on with their guards (``items.Yielded``).
+        node = self.generic_visit(node)
+        node.value = _call(_k("passed"), node.value)
+        return node
+
     def visit_Lambda(self, node: ast.Lambda) -> ast.expr:
         return node  # its body runs where it is called: left as written
 
