@@ -42,6 +42,9 @@ def register(subparsers: Any) -> None:
                           "(no domain needed; see docs/bmc.md)")
     cmd.add_argument("--workers", type=int_at_least(1), default=1, metavar="N",
                      help="processes that make the relation's shapes (default 1; the same relation for any N)")
+    cmd.add_argument("--keep-history", action="store_true",
+                     help="encode the spec's history fields even when no invariant asked reads them (the same "
+                          "answer, asked of more states; by default they are left out: docs/bmc.md)")
     cmd.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout (as check)")
     cmd.add_argument("--progress", action="store_true",
                      help="on stderr, a line per shape of the relation (CPU, paths, moves) and per depth")
@@ -57,7 +60,7 @@ def _cmd_bmc(args: argparse.Namespace) -> int:
     if args.progress:
         progress, shapes = _depth_line, _shape_line
     result = bmc(spec, props, args.depth, timeout=args.timeout, encoding=args.encoding, progress=progress,
-                 shapes=shapes, workers=args.workers)
+                 shapes=shapes, workers=args.workers, slice_history=not args.keep_history)
     if ":" in args.spec:
         import dataclasses
 

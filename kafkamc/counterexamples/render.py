@@ -67,6 +67,10 @@ def trace_to_json(trace: Trace | None) -> list[dict[str, Any]] | None:
     return out
 
 
+_BMC_KEYS = ("bmc_depth", "encoding", "logic", "shapes", "shapes_built", "transitions", "paths", "solver_checks",
+             "relation_cpu", "history_left_out")
+
+
 def result_to_json(result: CheckResult) -> dict[str, Any]:
     """The stable ``--json`` object (schema 1)."""
     out = {
@@ -97,6 +101,10 @@ def result_to_json(result: CheckResult) -> dict[str, Any]:
             out["loop_start"] = result.trace.loop_start
             out["loop_action"] = result.trace.loop_action
             out["fairness"] = result.extra.get("fairness")
+    if result.engine == "bmc":
+        # How the symbolic run answered: the depth it finished, the relation's size, the solver's
+        # logic, and the history fields it left out of the encoding (none read by the invariants).
+        out["bmc"] = {k: result.extra[k] for k in _BMC_KEYS if k in result.extra}
     if result.coverage is not None:
         out["coverage"] = [
             {"action": c.action, "enabled": c.enabled, "generated": c.generated, "distinct": c.distinct}

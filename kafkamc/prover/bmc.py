@@ -40,6 +40,7 @@ from kafkamc.errors import SoundnessError, SymbolicUnsupported, UsageError
 from kafkamc.invariants.api import Property
 from kafkamc.prover.bmc_context import bmc_in_context
 from kafkamc.prover.feasible import feasible
+from kafkamc.prover.history import HistoryRead, LeftOut, found_again, left_out
 from kafkamc.prover.layout import Layout
 from kafkamc.prover.ranges import Ranges, ranges
 from kafkamc.prover.relation import ShapeRelation
@@ -60,8 +61,9 @@ class _Unrolling:
     """The generic step formulas (over ``x``, ``y`` and the move selector) and their copies per depth."""
 
     def __init__(self, spec: Spec, props: tuple[Property, ...], budget: Budget, shapes: Any,
-                 depth: int, solver: str = "fd", workers: int = 1) -> None:
+                 depth: int, solver: str = "fd", workers: int = 1, left: LeftOut | None = None) -> None:
         self.spec, self.props, self.budget = spec, props, budget
+        self.withheld = () if left is None else left.fields
         self.logic = "QF_LIA"  # QF_FD once ``init`` has found a range for every int
         dom_of = type(spec).domain
         if dom_of is None:
@@ -71,7 +73,7 @@ class _Unrolling:
         started = cpu_seconds()
         # Only the shapes within ``depth`` steps of an initial one (relation_reach.py).
         self.rels: list[ShapeRelation] = relate_within(spec, props, self.layout, budget, depth, shapes,
-                                                       workers=workers)
+                                                       workers=workers, left=left)
         self.relation_cpu = round(cpu_seconds() - started, 1)
         self.moves = [m for rel in self.rels for m in rel.moves]
         self.unrolled: list[z3.BoolRef] = []  # the initial states and the steps added so far
@@ -195,13 +197,15 @@ class _Unrolling:
         finally:
             self.budget.solver_seconds += time.perf_counter() - started
 
-    def states(self, model: Any, k: int) -> list[Any]:
+    def states(self, model: Any, k: int, spec: Spec) -> list[Any]:
+        """The model's states of depths 0 to k, as states of ``spec`` (found again there when
+        history fields were left out)."""
         out = []
         for j in range(k + 1):
             shape = self.layout.shape_of(model, f"s{j}")
             tmpl, _facts = self.layout.template(shape, f"s{j}")
             out.append(concretize(tmpl, model))
-        return out
+        return found_again(spec, out, self.withheld)
 
 
 def _substitute(formula: z3.BoolRef, pairs: list[tuple[z3.ExprRef, z3.ExprRef]]) -> z3.BoolRef:
@@ -217,14 +221,15 @@ def _substitute(formula: z3.BoolRef, pairs: list[tuple[z3.ExprRef, z3.ExprRef]])
 
 def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: float = 3600.0,
         max_paths: int = DEFAULT_MAX_PATHS, progress: Any = None, encoding: str = "classical",
-        shapes: Any = None, solver: str = "fd", workers: int = 1) -> CheckResult:
+        shapes: Any = None, solver: str = "fd", workers: int = 1, slice_history: bool = True) -> CheckResult:
     """A shortest violation of ``invariants`` within ``depth`` steps, or an incomplete result
     (reason ``max-depth``, or why it stopped earlier) saying none exists up to the depth reached.
     ``encoding``: "classical" (this module) or "context" (``bmc_context.py``, the earlier one).
     ``progress(k, unrolling)`` after each depth, ``shapes(relation, total)`` after each shape's
     relation is made; ``workers`` processes make the shapes' relations (the same relation).
     ``solver``: "fd" (bit-blasted, when every int has a range: ``ranges.py``) or "lia" (Z3's
-    QF_LIA on the same formulas)."""
+    QF_LIA on the same formulas). ``slice_history``: leave out the history fields no invariant
+    asked reads (``history.py``; the same answer, asked of fewer states)."""
     props = tuple(invariants)
     if not props:
         raise UsageError("bmc needs at least one invariant (-i NAME)")
@@ -246,7 +251,11 @@ def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: floa
     un: _Unrolling | None = None
     reached = -1
     try:
-        un = _Unrolling(spec, props, budget, shapes, depth, solver, workers)
+        asked, left = left_out(spec, props) if slice_history else (spec, None)
+        try:
+            un = _Unrolling(asked, props, budget, shapes, depth, solver, workers, left)
+        except HistoryRead:  # an invariant or the constraint reads one on a state of the domain
+            un = _Unrolling(spec, props, budget, shapes, depth, solver, workers)
         un.init()
         for k in range(depth + 1):
             bad = un.at(un.bad_formula, k)
@@ -261,8 +270,8 @@ def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: floa
                         # The first invariant, in the order asked, that a state of this depth breaks:
                         # the same name on every run, whichever model the solver gives first.
                         model = next(m for f in un.bad_each if (m := un.ask(un.at(f, k))) is not None)
-                    return confirmed(spec, props, un.states(model, k), started, depth, _stats(un, budget))
-                _error(spec, props, un.states(model, k), un, model, k)
+                    return confirmed(spec, props, un.states(model, k, spec), started, depth, _stats(un, budget))
+                _error(spec, props, un.states(model, k, spec), un, model, k)
             reached = k
             if progress is not None:
                 progress(k, un)
@@ -297,4 +306,5 @@ def _stats(un: _Unrolling | None, budget: Budget) -> dict[str, Any]:
             "shapes": len(un.layout.shapes) if un is not None else 0,
             "shapes_built": len(un.rels) if un is not None else 0,
             "transitions": len(un.moves) if un is not None else 0, "paths": budget.paths,
+            "history_left_out": list(un.withheld) if un is not None else [],
             "solver_checks": budget.checks, "relation_cpu": un.relation_cpu if un is not None else None}

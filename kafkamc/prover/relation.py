@@ -30,6 +30,7 @@ from kafkamc.checker.watch import raise_pending_stop
 from kafkamc.errors import KafkamcError, SymbolicUnsupported
 from kafkamc.invariants.api import Property
 from kafkamc.prover.formula_sets import with_symbolic_sets
+from kafkamc.prover.history import HistoryRead, LeftOut, restore, withhold
 from kafkamc.prover.layout import Layout, Shape
 from kafkamc.prover.merge import Guarded, successors
 from kafkamc.prover.predicated import predicated
@@ -72,25 +73,34 @@ class ShapeRelation:
 
 def relate(spec: Spec, props: Sequence[Property], layout: Layout, budget: Budget,
            progress: Callable[[ShapeRelation, int], None] | None = None, *,
-           branch_free: bool = True, only: Sequence[Shape] | None = None) -> list[ShapeRelation]:
+           branch_free: bool = True, only: Sequence[Shape] | None = None,
+           left: LeftOut | None = None) -> list[ShapeRelation]:
     """The relation of every shape of ``layout`` (``only``: of those, in that order), in shape
     order; ``progress(relation, total)`` after each. ``branch_free``: the actions as
     ``predicated.py`` recompiles them (False: as written, forking at every condition; the same
     relation, tests compare the two)."""
     out = []
     for shape in layout.shapes if only is None else only:
-        out.append(relate_shape(spec, props, layout, shape, budget, branch_free))
+        out.append(relate_shape(spec, props, layout, shape, budget, branch_free, left))
         if progress is not None:
             progress(out[-1], len(layout.shapes))
     return out
 
 
 def relate_shape(spec: Spec, props: Sequence[Property], layout: Layout, shape: Shape, budget: Budget,
-                 branch_free: bool = True) -> ShapeRelation:
-    """The relation of one shape, made with its own solver: it depends on no other shape."""
+                 branch_free: bool = True, left: LeftOut | None = None) -> ShapeRelation:
+    """The relation of one shape, made with its own solver: it depends on no other shape.
+    ``left``: the history fields left out (``history.py``): they hold ``WITHHELD`` in the
+    template, so that a function reading one stops the run, and their constant in each successor;
+    the invariants and the constraint are read under the parameters as given, ``left.p``."""
     started = time.process_time()
     p = spec.p
+    asked_p = p if left is None else left.p
+    withheld = () if left is None else left.fields
     tmpl, facts_list = layout.template(shape, "x")
+    constants = {f: getattr(tmpl, f) for f in withheld}
+    if withheld:
+        tmpl = withhold(tmpl, withheld)
     facts = fast_and(facts_list)
     solver = z3.Solver()
     solver.add(facts)
@@ -102,14 +112,18 @@ def relate_shape(spec: Spec, props: Sequence[Property], layout: Layout, shape: S
     cons = type(spec).constraint
     # The sets they build stay symbolic (formula_sets.py): hashing a symbolic epoch ran the whole
     # formula once per value of it.
-    formulas = tuple(_predicate(p, with_symbolic_sets(pr.fn), tmpl, solver, budget, {}, raised) for pr in props)
-    expand = (_predicate(p, with_symbolic_sets(cons), tmpl, solver, budget, {}, raised) if cons is not None
+    formulas = tuple(_predicate(asked_p, with_symbolic_sets(pr.fn), tmpl, solver, budget, {}, raised) for pr in props)
+    expand = (_predicate(asked_p, with_symbolic_sets(cons), tmpl, solver, budget, {}, raised) if cons is not None
               else z3.BoolVal(True))
     found: list[tuple[str, z3.BoolRef, Any]] = []
     raised_act: list[z3.BoolRef] = []
     for act in type(spec).actions():
         try:
             _explore(p, act, tmpl, solver, budget, {}, found, raised_act, branch_free)
+        except HistoryRead:
+            raise SymbolicUnsupported(
+                f"{act.name} reads the history field(s) {', '.join(withheld)}, which {type(spec).__name__}.history "
+                "declares no action reads: the declaration does not hold") from None
         except SymbolicUnsupported as exc:
             raise SymbolicUnsupported(f"{act.name}: {exc}") from None
     pre_choice = dict(shape.choices)
@@ -120,6 +134,8 @@ def relate_shape(spec: Spec, props: Sequence[Property], layout: Layout, shape: S
     escapes: dict[int, tuple[z3.BoolRef, list[z3.BoolRef]]] = {}
     targets: set[int] = set()
     for name, pc, post in found:
+        if withheld:
+            post = restore(post, withheld, constants)
         m = layout.match(post)
         inside = fast_simplify(m.inside)
         if not z3.is_true(inside):

@@ -21,6 +21,7 @@ from typing import Any, Callable, Sequence
 from kafkamc.checker.symbolic import Budget, PathLimit, SolverUnknown
 from kafkamc.errors import KafkamcError, SymbolicUnsupported
 from kafkamc.invariants.api import Property
+from kafkamc.prover.history import LeftOut
 from kafkamc.prover.layout import Layout, Shape
 from kafkamc.prover.prove import _worker_signals
 from kafkamc.prover.relation import ShapeRelation, relate, relate_shape
@@ -30,7 +31,7 @@ from kafkamc.spec.api import Spec
 __all__ = ["relate_on_workers"]
 
 # Set in the parent just before forking; workers read it (fork shares it without pickling).
-_WORK: tuple[Spec, tuple[Property, ...], Layout, Budget, bool] | None = None
+_WORK: tuple[Spec, tuple[Property, ...], Layout, Budget, bool, LeftOut | None] | None = None
 
 # The exceptions a shape may end with that the parent raises again as they were (by type and
 # message): the same verdict as in process (exit 3, or an incomplete run).
@@ -39,15 +40,16 @@ _PASSED_ON = (KafkamcError, SolverUnknown, PathLimit)
 
 def relate_on_workers(spec: Spec, props: Sequence[Property], layout: Layout, budget: Budget,
                       progress: Callable[[ShapeRelation, int], None] | None = None, *, workers: int = 1,
-                      branch_free: bool = True, only: Sequence[Shape] | None = None) -> list[ShapeRelation]:
+                      branch_free: bool = True, only: Sequence[Shape] | None = None,
+                      left: LeftOut | None = None) -> list[ShapeRelation]:
     """``relation.relate`` with the shapes made on ``workers`` forked processes (1: in process);
     ``only``: those shapes (default every one), in the order given."""
     shapes = list(layout.shapes if only is None else only)
     workers = min(workers, len(shapes))
     if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
-        return relate(spec, props, layout, budget, progress, branch_free=branch_free, only=shapes)
+        return relate(spec, props, layout, budget, progress, branch_free=branch_free, only=shapes, left=left)
     global _WORK
-    _WORK = (spec, tuple(props), layout, budget, branch_free)
+    _WORK = (spec, tuple(props), layout, budget, branch_free, left)
     out: list[ShapeRelation] = []
     try:
         with multiprocessing.get_context("fork").Pool(workers, initializer=_worker_signals) as pool:
@@ -62,10 +64,10 @@ def relate_on_workers(spec: Spec, props: Sequence[Property], layout: Layout, bud
 
 def _made(shape: Shape) -> tuple[Any, ...]:
     """In a worker: ``shape``'s relation as text, with the budget's counts it spent."""
-    spec, props, layout, parent, branch_free = _WORK  # type: ignore[misc]
+    spec, props, layout, parent, branch_free, left = _WORK  # type: ignore[misc]
     budget = Budget(deadline=parent.deadline, max_paths=parent.max_paths, max_values=parent.max_values)
     try:
-        rel = relate_shape(spec, props, layout, shape, budget, branch_free)
+        rel = relate_shape(spec, props, layout, shape, budget, branch_free, left)
     except _PASSED_ON as exc:
         return ("raised", type(exc), str(exc))
     return ("made", encode(rel), budget.checks, budget.solver_seconds)

@@ -18,6 +18,7 @@ from typing import Callable, Sequence
 
 from kafkamc.checker.symbolic import Budget
 from kafkamc.invariants.api import Property
+from kafkamc.prover.history import LeftOut
 from kafkamc.prover.layout import Layout, Shape
 from kafkamc.prover.relation import ShapeRelation
 from kafkamc.prover.relation_pool import relate_on_workers
@@ -28,7 +29,7 @@ __all__ = ["relate_within"]
 
 def relate_within(spec: Spec, props: Sequence[Property], layout: Layout, budget: Budget, depth: int,
                   progress: Callable[[ShapeRelation, int], None] | None = None, *, workers: int = 1,
-                  branch_free: bool = True) -> list[ShapeRelation]:
+                  branch_free: bool = True, left: LeftOut | None = None) -> list[ShapeRelation]:
     """The relation of every shape within ``depth`` steps of an initial state in the shape graph,
     in shape order (a subsequence of ``relation.relate``'s, each shape's relation the same)."""
     by_index = {shape.index: shape for shape in layout.shapes}
@@ -38,7 +39,7 @@ def relate_within(spec: Spec, props: Sequence[Property], layout: Layout, budget:
         if not level:
             break
         made = relate_on_workers(spec, props, layout, budget, progress, workers=workers, branch_free=branch_free,
-                                 only=[by_index[i] for i in level])
+                                 only=[by_index[i] for i in level], left=left)
         built.update((rel.shape.index, rel) for rel in made)
         if k == depth:
             break

@@ -213,6 +213,11 @@ class Spec:
         checked on the state graph with ``kafkamc check -r NAME``).
       liveness: tuple of functions decorated with @liveness (temporal properties, checked on the
         state graph under fairness with ``kafkamc check -l NAME``).
+      history: history variables (Lamport's auxiliary variables), as {field: the bool parameter
+        that records it}: fields no action reads, which with the parameter false keep their initial
+        value while every other field evolves as with it true. ``bmc`` leaves such a field out
+        when no invariant asked reads it (kafkamc/prover/history.py; an action or invariant that
+        does read it is found and reported).
       weak_fairness, strong_fairness: names of the actions assumed weakly / strongly fair (TLA+'s
         WF_vars(A) / SF_vars(A)); a run may override them (``--fair``, ``--strong-fair``,
         ``--no-fairness``).
@@ -242,6 +247,7 @@ class Spec:
     symmetry: ClassVar[Callable[[Params, Any], Any] | None] = None
     view: ClassVar[Callable[[Params, Any], Any] | None] = None
     domain: ClassVar[Callable[[Params], Any] | None] = None
+    history: ClassVar[dict[str, str]] = {}
 
     _actions: ClassVar[tuple[Action, ...]] = ()
 

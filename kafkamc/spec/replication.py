@@ -659,6 +659,9 @@ class Replication(Spec):
     default_invariants = ("strong-isr", "weak-isr")
     # Tuples indexed by replica id - 1: one swim lane per replica in the trace viewer.
     entities = {"replica": ("logs", "hw", "replica_state")}
+    # The visible prefix records what consumers read and steers nothing (_tracking writes it
+    # after the action ran): bmc leaves it out of questions that do not read it.
+    history = {"visible": "track_visible"}
 
     def __init__(self, **values) -> None:
         # model=tla changes the defaults of the Kafka-rule flags, not what a user sets explicitly.
