@@ -211,10 +211,14 @@ class Yielded:
     settles each on the path, forking on its condition, so that it gets Python's items: unpacking
     a ``Guarded`` item as a pair would drop its condition and yield it on every state."""
 
-    __slots__ = ("_gen",)
+    __slots__ = ("_gen", "_inside")
 
     def __init__(self, gen: Any) -> None:
         self._gen = gen
+        # The guards the generator was under when it last yielded (a side run both ways): they
+        # are the stack's only while it runs, so a consumer that stops early (``next(...)``,
+        # ``any(...)``) does not leave them on the rest of the path.
+        self._inside: list[Any] = []
 
     def raw(self) -> Any:
         return self._gen
@@ -223,12 +227,21 @@ class Yielded:
         return self
 
     def __next__(self) -> Any:
+        ex = running()
+        if ex is None:
+            return next(self._gen)
         while True:
-            item = next(self._gen)
-            if not isinstance(item, Guarded):
-                return item
-            if current().decide(item.cond):
-                return tuple(item)
+            depth = len(ex.guards)
+            ex.guards.extend(self._inside)  # back under the side it yielded from
+            try:
+                item = next(self._gen)
+            finally:
+                self._inside = ex.guards[depth:]
+                del ex.guards[depth:]
+            # An item yielded under a guard or by a region: settled here, on the path.
+            conds = list(self._inside) + ([item.cond] if isinstance(item, Guarded) else [])
+            if not conds or ex.decide(fast_and(conds)):
+                return tuple(item) if isinstance(item, Guarded) else item
 
     def close(self) -> None:
         self._gen.close()

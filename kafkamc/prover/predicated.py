@@ -285,7 +285,8 @@ class _Pure:
         if isinstance(target, type):
             return dataclasses.is_dataclass(target) or issubclass(target, enum.Enum)
         if isinstance(target, types.FunctionType):
-            return _pure_function(target, self)
+            # A recompiled generator is judged by the function it wraps (``_yielding``).
+            return _pure_function(getattr(target, "__kmc_generator__", target), self)
         return False
 
     def expr(self, e: ast.AST, ns: dict[str, Any], fresh: set[str]) -> bool:
