@@ -27,15 +27,20 @@ raising on a state off the trace (on the trace the replay runs it).
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import inspect
+import textwrap
+import types
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from kafkamc.checker.watch import raise_pending_stop
 from kafkamc.errors import SoundnessError, SymbolicUnsupported
 from kafkamc.invariants.api import Property
 from kafkamc.spec.api import Params, Spec
 
-__all__ = ["WITHHELD", "HistoryRead", "LeftOut", "left_out", "withhold", "restore", "found_again"]
+__all__ = ["WITHHELD", "HistoryRead", "LeftOut", "left_out", "reads", "withhold", "restore", "found_again"]
 
 
 class HistoryRead(SymbolicUnsupported):
@@ -53,13 +58,28 @@ class _Withheld:
         return "<history left out>"
 
     def _read(self, *_args: Any, **_kw: Any) -> Any:
+        # Counted before raising: a spec's own ``except Exception`` may swallow the error, and the
+        # relation then finds the read by the count (``reads``).
+        _READS[0] += 1
         raise HistoryRead("reads a history field that bmc left out of the encoding")
 
     __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _read  # type: ignore[assignment]
-    __hash__ = __bool__ = __len__ = __iter__ = __contains__ = __getitem__ = _read  # type: ignore[assignment]
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _read  # type: ignore[assignment]
+    __hash__ = __bool__ = __len__ = __iter__ = __contains__ = __getitem__ = __reversed__ = _read  # type: ignore[assignment]
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __matmul__ = __rmatmul__ = _read  # type: ignore[assignment]
+    __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = _read  # type: ignore[assignment]
+    __divmod__ = __rdivmod__ = __pow__ = __rpow__ = __lshift__ = __rlshift__ = __rshift__ = __rrshift__ = _read  # type: ignore[assignment]
     __and__ = __rand__ = __or__ = __ror__ = __xor__ = __rxor__ = _read  # type: ignore[assignment]
-    __index__ = __int__ = __neg__ = _read  # type: ignore[assignment]
+    __index__ = __int__ = __float__ = __complex__ = __round__ = __trunc__ = __floor__ = __ceil__ = _read  # type: ignore[assignment]
+    __neg__ = __pos__ = __abs__ = __invert__ = __str__ = __format__ = __bytes__ = _read  # type: ignore[assignment]
+
+    def __copy__(self) -> "_Withheld":
+        return self
+
+    def __deepcopy__(self, _memo: Any) -> "_Withheld":
+        return self
+
+    def __reduce__(self) -> str:
+        return "WITHHELD"
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):  # copy's and pickle's look-ups, not the spec's
@@ -67,7 +87,13 @@ class _Withheld:
         return self._read()
 
 
+_READS = [0]
 WITHHELD = _Withheld()
+
+
+def reads() -> int:
+    """How many uses of ``WITHHELD`` this process has seen (each raised ``HistoryRead``)."""
+    return _READS[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,18 +124,59 @@ def left_out(spec: Spec, props: Sequence[Property]) -> tuple[Spec, LeftOut | Non
             fields.append(field)
     if not fields:
         return spec, None
-    off = type(spec)(**{**spec.p.as_dict(), **{declared[f]: False for f in fields}})
     cons = type(spec).constraint
+    asked = [pr.fn for pr in props] + ([cons] if cons is not None else [])
+    # Uses that raise nothing (``isinstance``, ``is``, ``type()``) are found in the source: a
+    # field that the invariants' or the constraint's code names, or the functions of their
+    # modules they call, stays.
+    fields = [f for f in fields if not any(_names(fn, f, set()) for fn in asked)]
+    if not fields:
+        return spec, None
+    off = type(spec)(**{**spec.p.as_dict(), **{declared[f]: False for f in fields}})
     for state in off.initial():
         hidden = withhold(state, fields)
-        for fn in [pr.fn for pr in props] + ([cons] if cons is not None else []):
+        for fn in asked:
+            before = reads()
             try:
                 fn(spec.p, hidden)
             except HistoryRead:
                 return spec, None
-            except Exception:  # noqa: BLE001 - raising on the initial state is reported by the run itself
-                pass
+            except Exception as exc:  # noqa: BLE001 - raising on the initial state is reported by the run itself
+                raise_pending_stop(exc)
+            if reads() != before:  # the spec's own ``except`` took the HistoryRead
+                return spec, None
     return off, LeftOut(tuple(fields), spec.p)
+
+
+# Calls that read fields by a name computed at run time: a function making one may read any field.
+_BY_NAME = frozenset({"getattr", "vars", "asdict", "astuple", "fields", "replace", "__dict__", "__getattribute__"})
+
+
+def _names(fn: Any, field: str, seen: set[Any]) -> bool:
+    """Whether ``fn``'s source, or that of a function it calls by a global name, names ``field``
+    (``s.field``, ``"field"``) or reads fields by a computed name; True when the source cannot be
+    read."""
+    fn = inspect.unwrap(fn)
+    if fn in seen:
+        return False
+    seen.add(fn)
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return True
+    globs = getattr(fn, "__globals__", {})
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Attribute) and (n.attr == field or n.attr in _BY_NAME):
+            return True
+        if isinstance(n, ast.Constant) and n.value == field:
+            return True
+        if isinstance(n, ast.Name):
+            if n.id in _BY_NAME:
+                return True
+            target = globs.get(n.id)
+            if isinstance(target, types.FunctionType) and _names(target, field, seen):
+                return True
+    return False
 
 
 def _state_type(spec: Spec) -> type:

@@ -30,7 +30,7 @@ from kafkamc.checker.watch import raise_pending_stop
 from kafkamc.errors import KafkamcError, SymbolicUnsupported
 from kafkamc.invariants.api import Property
 from kafkamc.prover.formula_sets import with_symbolic_sets
-from kafkamc.prover.history import HistoryRead, LeftOut, restore, withhold
+from kafkamc.prover.history import HistoryRead, LeftOut, reads, restore, withhold
 from kafkamc.prover.layout import Layout, Shape
 from kafkamc.prover.merge import Guarded, successors
 from kafkamc.prover.predicated import predicated
@@ -112,14 +112,20 @@ def relate_shape(spec: Spec, props: Sequence[Property], layout: Layout, shape: S
     cons = type(spec).constraint
     # The sets they build stay symbolic (formula_sets.py): hashing a symbolic epoch ran the whole
     # formula once per value of it.
+    read_before = reads()
     formulas = tuple(_predicate(asked_p, with_symbolic_sets(pr.fn), tmpl, solver, budget, {}, raised) for pr in props)
     expand = (_predicate(asked_p, with_symbolic_sets(cons), tmpl, solver, budget, {}, raised) if cons is not None
               else z3.BoolVal(True))
+    if reads() != read_before:  # a read the spec's own ``except`` took: asked with the field after all
+        raise HistoryRead("an invariant or the constraint reads a history field that bmc left out")
     found: list[tuple[str, z3.BoolRef, Any]] = []
     raised_act: list[z3.BoolRef] = []
     for act in type(spec).actions():
         try:
+            read_before = reads()
             _explore(p, act, tmpl, solver, budget, {}, found, raised_act, branch_free)
+            if reads() != read_before:  # the action's own ``except`` took the HistoryRead
+                raise HistoryRead(act.name)
         except HistoryRead:
             raise SymbolicUnsupported(
                 f"{act.name} reads the history field(s) {', '.join(withheld)}, which {type(spec).__name__}.history "
