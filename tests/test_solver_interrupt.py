@@ -154,6 +154,18 @@ def test_the_same_answers_and_models_as_the_direct_check():
     assert verdicts == ["sat", "unsat", "sat"] * 2 and direct.count("[small") == 2
 
 
+def test_a_check_stopped_before_it_began_never_touches_the_solver():
+    # A stop that lands while the worker is being started: the worker, once it runs, leaves.
+    from kafkamc.checker.symbolic.interrupt import _Check
+
+    work = _Check(_fd(_pigeonhole(12)), ())
+    work.cancel()
+    assert work.finish() is None
+    work.thread.start()
+    work.thread.join(timeout=30)
+    assert not work.thread.is_alive() and work.outcome == [] and work.done.is_set()
+
+
 def test_an_error_of_the_check_is_raised_to_the_caller():
     s = z3.Solver()
     with pytest.raises(z3.Z3Exception):

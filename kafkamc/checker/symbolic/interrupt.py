@@ -49,50 +49,89 @@ def interruptible_check(solver: Any, *assumptions: z3.BoolRef) -> z3.CheckSatRes
     exception interrupts: the check is stopped and the exception raised."""
     if threading.current_thread() is not threading.main_thread():
         return solver.check(*assumptions)  # no handler runs on this thread: nothing to wait for
-    outcome: list[Any] = []
-    done = threading.Event()
-
-    def run() -> None:
-        try:
-            if hasattr(signal, "pthread_sigmask"):
-                signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
-            outcome.append(solver.check(*assumptions))
-        except BaseException as exc:  # handed to the caller, on its own thread
-            outcome.append(exc)
-        finally:
-            done.set()
-
+    work = _Check(solver, assumptions)
     collecting = gc.isenabled()
     gc.disable()
     try:
-        worker = threading.Thread(target=run, name="kafkamc-z3-check", daemon=True)
-        worker.start()
         try:
-            while not done.wait(WAIT_SLICE):
+            work.thread.start()
+            while not work.done.wait(WAIT_SLICE):
                 pass
         except BaseException:
-            _interrupt(solver, done)
+            work.cancel()
+            work.finish()
             raise
+        # Joined before anything else: no code of the worker runs while this thread goes on with
+        # the context.
+        late = work.finish()
+        if late is not None:
+            raise late
     finally:
         if collecting:
             gc.enable()
-    worker.join()
-    result = outcome[0]
+    result = work.outcome[0]
     if isinstance(result, BaseException):
         raise result
     return result
 
 
-def _interrupt(solver: Any, done: threading.Event) -> None:
-    """Stop the running check and wait until the worker has left it. The interrupt is sent again
-    each slice: one sent before the check began is not kept by Z3. A second signal meanwhile
-    (the stop is redelivered until a run takes it) changes nothing: the first one is raised."""
-    while not done.is_set():
+class _Check:
+    """One check on a thread of its own, and how the main thread stops it."""
+
+    __slots__ = ("solver", "assumptions", "outcome", "done", "thread", "_lock", "_cancelled", "_running")
+
+    def __init__(self, solver: Any, assumptions: tuple[z3.BoolRef, ...]) -> None:
+        self.solver, self.assumptions = solver, assumptions
+        self.outcome: list[Any] = []  # the verdict, or what the check raised
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="kafkamc-z3-check", daemon=True)
+        self._lock = threading.Lock()
+        self._cancelled = self._running = False
+
+    def _run(self) -> None:
         try:
-            solver.ctx.interrupt()
-        except z3.Z3Exception:
-            pass  # the check failed meanwhile: its own error is the worker's to report
-        try:
-            done.wait(WAIT_SLICE)
-        except BaseException:
-            continue
+            if hasattr(signal, "pthread_sigmask"):
+                signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+            with self._lock:
+                if self._cancelled:  # stopped before it began: the context is not touched
+                    return
+                self._running = True
+            self.outcome.append(self.solver.check(*self.assumptions))
+        except BaseException as exc:  # handed to the caller, on its own thread
+            self.outcome.append(exc)
+        finally:
+            self.done.set()
+
+    def cancel(self) -> None:
+        """Stop the check, begun or not, and wait until the worker has left it. The interrupt is
+        sent again each slice: one sent before the check began is not kept by Z3."""
+        while True:
+            try:
+                with self._lock:
+                    self._cancelled = True
+                    running = self._running
+                break
+            except BaseException:  # a second signal (a stop is redelivered until a run takes it)
+                continue
+        while running and not self.done.is_set():
+            try:
+                self.solver.ctx.interrupt()
+            except z3.Z3Exception:
+                pass  # the check failed meanwhile: its own error is the worker's to report
+            try:
+                self.done.wait(WAIT_SLICE)
+            except BaseException:
+                continue
+
+    def finish(self) -> BaseException | None:
+        """Wait for the worker to end once its check is over (one cancelled before it began never
+        touches the context: nothing to wait for); the first exception a signal handler raised
+        meanwhile, if any, for the caller to raise once it is done."""
+        late = None
+        while self.done.is_set():
+            try:
+                self.thread.join()
+                break
+            except BaseException as exc:
+                late = late or exc
+        return late
