@@ -34,6 +34,7 @@ from z3 import z3core
 
 from kafkamc.checker.resources import cpu_seconds
 from kafkamc.checker.symbolic import Budget, PathLimit, SolverUnknown, concretize
+from kafkamc.checker.symbolic.interrupt import interruptible_check
 from kafkamc.checker.symbolic.values import fast_and, fast_not, fast_or
 from kafkamc.checker.watch import stop_reason
 from kafkamc.errors import SoundnessError, SymbolicUnsupported, UsageError
@@ -189,7 +190,9 @@ class _Unrolling:
         solver.set("timeout", self.budget.remaining_ms())
         started = time.perf_counter()
         try:
-            verdict = solver.check(*assumptions)
+            # On a thread of its own, so that a stop (SIGTERM, Ctrl-C) ends even a check of many
+            # minutes at once: the run is then incomplete at the depth finished (interrupt.py).
+            verdict = interruptible_check(solver, *assumptions)
             self.budget.checks += 1
             if verdict == z3.unknown:
                 raise SolverUnknown(solver.reason_unknown())

@@ -16,6 +16,7 @@ from __future__ import annotations
 import z3
 
 from kafkamc.checker.symbolic import Budget
+from kafkamc.checker.symbolic.interrupt import interruptible_check
 from kafkamc.checker.symbolic.values import fast_or
 
 __all__ = ["feasible"]
@@ -39,7 +40,7 @@ def feasible(base: z3.BoolRef, formula: z3.BoolRef, budget: Budget) -> z3.BoolRe
     for _round in range(_MAX_ROUNDS):
         solver.push()
         solver.add(fast_or([picks[i] for i in rest]))
-        verdict = solver.check()
+        verdict = interruptible_check(solver)
         budget.checks += 1
         if verdict == z3.unknown:
             return formula

@@ -22,6 +22,7 @@ from kafkamc.checker.symbolic import (
     shapes,
 )
 from kafkamc.checker.symbolic.context import unsupported
+from kafkamc.checker.symbolic.interrupt import interruptible_check
 from kafkamc.checker.symbolic.values import fast_not, fast_or
 from kafkamc.errors import SymbolicUnsupported, UsageError
 from kafkamc.invariants.api import Property
@@ -112,7 +113,8 @@ def _minimized(solver: z3.Solver, negated: z3.BoolRef, model: Any, terms: list[z
     opt.add(solver.assertions())
     opt.add(negated)
     opt.minimize(z3.Sum(terms))
-    return opt.model() if opt.check() == z3.sat else model
+    # Up to _MINIMIZE_MS: with --workers 1 in the main process, where a stop must not wait for it.
+    return opt.model() if interruptible_check(opt) == z3.sat else model
 
 
 # The formula of an assumed invariant on the pre-state of one shape is the same for every action:
