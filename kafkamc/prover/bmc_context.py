@@ -27,6 +27,7 @@ from typing import Any, Iterator, Sequence
 import z3
 
 from kafkamc.checker.symbolic import Budget, Explorer, PathLimit, SolverUnknown, SymBool, SymInt, concretize, guarded
+from kafkamc.checker.symbolic.interrupt import interruptible_check
 from kafkamc.checker.symbolic.values import as_arith, fast_and, fast_not, fast_or
 from kafkamc.checker.watch import raise_pending_stop, stop_reason
 from kafkamc.errors import KafkamcError, SoundnessError, SymbolicUnsupported
@@ -212,7 +213,7 @@ class _Unroller:
         solver.push()
         try:
             solver.add(formula)
-            verdict = solver.check()
+            verdict = interruptible_check(solver)  # a stop ends even a long question (interrupt.py)
             if verdict == z3.unknown:
                 raise SolverUnknown(solver.reason_unknown())
             return solver.model() if verdict == z3.sat else None
