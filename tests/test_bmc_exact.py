@@ -59,16 +59,20 @@ def _explorer(x: z3.ExprRef, top: int = 2) -> Explorer:
     return Explorer(solver, solver.model(), Budget(deadline=time.monotonic() + 60), formatting_allowed=False)
 
 
-class _Counter(Spec):
-    """``a`` counts up to 3 (``inc``); each spec below adds the action under test."""
-
-    invariants = (b_not_3,)
+class _Pairs(Spec):
+    """A pair starting at (0, 0), each of its ints in 0..3: the state of every spec below."""
 
     def init_states(p):
         yield Pair(0, 0)
 
     def domain(p):
         return d.Record(Pair, a=d.Int(0, 3), b=d.Int(0, 3))
+
+
+class _Counter(_Pairs):
+    """``a`` counts up to 3 (``inc``); each spec below adds the action under test."""
+
+    invariants = (b_not_3,)
 
     @action
     def inc(p, s):
@@ -385,19 +389,13 @@ def _listing(fn):
     return step
 
 
-class WrappedGenerator(Spec):
+class WrappedGenerator(_Pairs):
     """A generator action yielding under a condition, taken pair by pair by a wrapper: the branch
     is a region of guarded items, which the wrapper's unpacking once dropped the guard of (the
     successor then appeared on every state: ``b`` past 2)."""
 
     name = "bmc-exact-wrapped-generator"
     invariants = (b_not_3,)
-
-    def init_states(p):
-        yield Pair(0, 0)
-
-    def domain(p):
-        return d.Record(Pair, a=d.Int(0, 3), b=d.Int(0, 3))
 
     @action
     @_listing
@@ -425,18 +423,12 @@ def _deliver(s):
         yield "Delay", Pair(s.a, s.b + 1)
 
 
-class HelperInBranch(Spec):
+class HelperInBranch(_Pairs):
     """An action whose branches ``yield from`` a generator helper: a region only if the helper,
     recompiled and wrapped as a ``Yielded`` maker, is still judged by its own code."""
 
     name = "bmc-exact-helper-in-branch"
     invariants = (b_not_3,)
-
-    def init_states(p):
-        yield Pair(0, 0)
-
-    def domain(p):
-        return d.Record(Pair, a=d.Int(0, 3), b=d.Int(0, 3))
 
     @action
     def send(p, s):
@@ -471,14 +463,8 @@ def _moves(p, s):
         yield "Stay", s
 
 
-class _Abandoned(Spec):
+class _Abandoned(_Pairs):
     invariants = (not_a1_b2,)
-
-    def init_states(p):
-        yield Pair(0, 0)
-
-    def domain(p):
-        return d.Record(Pair, a=d.Int(0, 3), b=d.Int(0, 3))
 
     @action
     def inc_b(p, s):
