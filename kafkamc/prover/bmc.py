@@ -30,16 +30,16 @@ import time
 from typing import Any, Sequence
 
 import z3
-from z3 import z3core
 
 from kafkamc.checker.resources import cpu_seconds
 from kafkamc.checker.symbolic import Budget, PathLimit, SolverUnknown, concretize
 from kafkamc.checker.symbolic.interrupt import interruptible_check
-from kafkamc.checker.symbolic.values import fast_and, fast_not, fast_or
+from kafkamc.checker.symbolic.values import fast_and, fast_not, fast_or, substituted
 from kafkamc.checker.watch import stop_reason
 from kafkamc.errors import SoundnessError, SymbolicUnsupported, UsageError
 from kafkamc.invariants.api import Property
 from kafkamc.prover.bmc_context import bmc_in_context
+from kafkamc.prover.commute import commuting
 from kafkamc.prover.feasible import feasible
 from kafkamc.prover.history import HistoryRead, LeftOut, found_again, left_out
 from kafkamc.prover.layout import Layout
@@ -62,7 +62,8 @@ class _Unrolling:
     """The generic step formulas (over ``x``, ``y`` and the move selector) and their copies per depth."""
 
     def __init__(self, spec: Spec, props: tuple[Property, ...], budget: Budget, shapes: Any,
-                 depth: int, solver: str = "fd", workers: int = 1, left: LeftOut | None = None) -> None:
+                 depth: int, solver: str = "fd", workers: int = 1, left: LeftOut | None = None,
+                 reduce: bool = True) -> None:
         self.spec, self.props, self.budget = spec, props, budget
         self.withheld = () if left is None else left.fields
         self.logic = "QF_LIA"  # QF_FD once ``init`` has found a range for every int
@@ -77,6 +78,8 @@ class _Unrolling:
                                                        workers=workers, left=left)
         self.relation_cpu = round(cpu_seconds() - started, 1)
         self.moves = [m for rel in self.rels for m in rel.moves]
+        # Adjacent steps in the order that another order always matches, left out (commute.py).
+        self.commuting = commuting(self.layout, self.rels, budget.deadline) if reduce and depth > 1 else None
         self.unrolled: list[z3.BoolRef] = []  # the initial states and the steps added so far
         self.wanted = solver
         self.ranges: Ranges | None = None
@@ -137,7 +140,7 @@ class _Unrolling:
         pairs += [(lay.var(key, "y"), lay.var(key, f"s{k + 1}")) for key in lay.keys]
         pairs += [(b, z3.Bool(f"s{k}!move{i}")) for i, b in enumerate(self.picks)]
         pairs += [(b, z3.Bool(f"s{k}!seen{i}")) for i, b in enumerate(self.aux)]
-        return _substitute(formula, pairs)
+        return substituted(formula, pairs)
 
     def init(self) -> None:
         lay = self.layout
@@ -160,6 +163,9 @@ class _Unrolling:
     def step(self, k: int) -> None:
         """Add step k (depth k to k+1) to the unrolling, with depth k+1's ranges under QF_FD."""
         self.unrolled.append(self.at(self.step_formula, k))
+        if k and self.commuting is not None and self.commuting.pairs:
+            self.unrolled.append(fast_and([z3.Or(z3.Not(z3.Bool(f"s{k - 1}!move{a}")), z3.Not(z3.Bool(f"s{k}!move{b}")))
+                                           for a, b in self.commuting.pairs]))
         if self.ranges is not None:
             self.unrolled.append(self.ranges.at(k + 1, f"s{k + 1}"))
 
@@ -211,20 +217,10 @@ class _Unrolling:
         return found_again(spec, out, self.withheld)
 
 
-def _substitute(formula: z3.BoolRef, pairs: list[tuple[z3.ExprRef, z3.ExprRef]]) -> z3.BoolRef:
-    """``formula`` with each first of ``pairs`` replaced by its second, in one Z3 call."""
-    if not pairs:
-        return formula
-    n = len(pairs)
-    src = (z3.Ast * n)(*(a.as_ast() for a, _b in pairs))
-    dst = (z3.Ast * n)(*(b.as_ast() for _a, b in pairs))
-    ctx = formula.ctx
-    return z3.BoolRef(z3core.Z3_substitute(ctx.ref(), formula.as_ast(), n, src, dst), ctx)
-
-
 def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: float = 3600.0,
         max_paths: int = DEFAULT_MAX_PATHS, progress: Any = None, encoding: str = "classical",
-        shapes: Any = None, solver: str = "fd", workers: int = 1, slice_history: bool = True) -> CheckResult:
+        shapes: Any = None, solver: str = "fd", workers: int = 1, slice_history: bool = True,
+        reduce: bool = True) -> CheckResult:
     """A shortest violation of ``invariants`` within ``depth`` steps, or an incomplete result
     (reason ``max-depth``, or why it stopped earlier) saying none exists up to the depth reached.
     ``encoding``: "classical" (this module) or "context" (``bmc_context.py``, the earlier one).
@@ -232,7 +228,9 @@ def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: floa
     relation is made; ``workers`` processes make the shapes' relations (the same relation).
     ``solver``: "fd" (bit-blasted, when every int has a range: ``ranges.py``) or "lia" (Z3's
     QF_LIA on the same formulas). ``slice_history``: leave out the history fields no invariant
-    asked reads (``history.py``; the same answer, asked of fewer states)."""
+    asked reads (``history.py``; the same answer, asked of fewer states). ``reduce``: leave out
+    the adjacent steps whose other order always reaches the same state (``commute.py``; the same
+    answer, asked of fewer paths)."""
     props = tuple(invariants)
     if not props:
         raise UsageError("bmc needs at least one invariant (-i NAME)")
@@ -256,9 +254,9 @@ def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: floa
     try:
         asked, left = left_out(spec, props) if slice_history else (spec, None)
         try:
-            un = _Unrolling(asked, props, budget, shapes, depth, solver, workers, left)
+            un = _Unrolling(asked, props, budget, shapes, depth, solver, workers, left, reduce)
         except HistoryRead:  # an invariant or the constraint reads one on a state of the domain
-            un = _Unrolling(spec, props, budget, shapes, depth, solver, workers)
+            un = _Unrolling(spec, props, budget, shapes, depth, solver, workers, reduce=reduce)
         un.init()
         for k in range(depth + 1):
             bad = un.at(un.bad_formula, k)
@@ -310,4 +308,6 @@ def _stats(un: _Unrolling | None, budget: Budget) -> dict[str, Any]:
             "shapes_built": len(un.rels) if un is not None else 0,
             "transitions": len(un.moves) if un is not None else 0, "paths": budget.paths,
             "history_left_out": list(un.withheld) if un is not None else [],
-            "solver_checks": budget.checks, "relation_cpu": un.relation_cpu if un is not None else None}
+            "solver_checks": budget.checks, "relation_cpu": un.relation_cpu if un is not None else None,
+            "commuting_pairs": len(un.commuting.pairs) if un is not None and un.commuting is not None else 0,
+            "commute_cpu": un.commuting.cpu if un is not None and un.commuting is not None else None}

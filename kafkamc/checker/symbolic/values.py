@@ -26,7 +26,7 @@ from z3 import z3core
 
 from kafkamc.checker.symbolic.context import PLACEHOLDER, current, unsupported
 
-__all__ = ["SymInt", "SymBool", "as_arith", "as_bool", "is_symbolic", "fast_simplify", "bool_value", "ast_id",
+__all__ = ["SymInt", "SymBool", "as_arith", "as_bool", "is_symbolic", "fast_simplify", "bool_value", "ast_id", "substituted",
            "fast_and", "fast_or", "fast_not"]
 
 # Comparisons and simplification are the hot path of every symbolic run; z3py's operators coerce
@@ -76,6 +76,18 @@ def fast_or(parts: list[z3.BoolRef]) -> z3.BoolRef:
 
 def fast_not(e: z3.BoolRef) -> z3.BoolRef:
     return z3.BoolRef(z3core.Z3_mk_not(_REF, e.as_ast()), _CTX)
+
+
+def substituted(term: z3.ExprRef, pairs: list[tuple[z3.ExprRef, z3.ExprRef]]) -> z3.ExprRef:
+    """``term`` with each first of ``pairs`` replaced by its second, in one Z3 call (``z3.substitute``
+    checks and wraps every pair in Python, which was most of the cost where this is used)."""
+    if not pairs:
+        return term
+    n = len(pairs)
+    src = (z3.Ast * n)(*(a.as_ast() for a, _b in pairs))
+    dst = (z3.Ast * n)(*(b.as_ast() for _a, b in pairs))
+    ctx = term.ctx
+    return z3.z3._to_expr_ref(z3core.Z3_substitute(ctx.ref(), term.as_ast(), n, src, dst), ctx)
 
 
 def ast_id(e: z3.ExprRef) -> int:

@@ -1,0 +1,176 @@
+"""Adjacent steps that commute, left out of ``bmc``'s unrolling: peephole partial-order reduction.
+
+In an asynchronous protocol most pairs of events do not interfere: a follower of replica 2
+fetching and the leader's high watermark moving on replica 3 reach the same state in either
+order. The unrolling has both orders, and every other interleaving of every such pair, and the
+SAT solver must refute each one at every depth where no violation is. Peephole reduction (Wang,
+Yang, Kahlon and Gupta, "Peephole Partial Order Reduction", TACAS 2008) forbids one of the two
+orders of a pair of adjacent steps when the other order always reaches the same state.
+
+Each move has a *key*: its action and the layout keys it assigns (``become_follower`` writing
+replica 2's log is not ``become_follower`` writing replica 3's). For a move ``a`` of shape S into
+shape S' and a move ``b`` of S' with ``key(b) < key(a)``, the pair is *forbidden* (``a`` at step
+t, ``b`` at step t+1) when the solver proves, over every state x of S's domain:
+
+    a enabled at x and b enabled at a(x)   implies   for some move b2 of S with key(b) and some
+    move a2 of b2's target shape with key(a): b2 enabled at x, a2 enabled at b2(x), and
+    a2(b2(x)) = b(a(x)) on every variable of the vector
+
+"Enabled" is everything a step of the unrolling asks of its pre-state: the shape, the domain
+facts, the constraint, the path condition. Why this keeps every answer (Reach_k, the states
+reachable in exactly k steps, is the same with and without the forbidden pairs, for every k):
+take any path of k steps with a forbidden pair at t, t+1 and replace it by the b2, a2 the proof
+gives. The result is a path of the unrolling (b2 and a2 enabled where they are taken, b2(x) a
+real successor of a reachable state, so inside the domain and its ranges) to the same state. The
+sequence of keys along the path has one inversion fewer (the pair's keys swapped, nothing else
+changed), so repeating ends, at a path of k steps with no forbidden pair to the same last state.
+Every question ``bmc`` asks is about the last state of the unrolling at each depth (a violation,
+an action that raises, a successor outside the domain), so every answer is unchanged, and a
+shortest violation keeps its breadth-first length. The trace found is replayed concretely as
+always.
+
+A pair the solver does not prove (unknown, the time limit) is simply not forbidden: leaving out
+fewer pairs is always exact. A move whose target shape is not a constant is never a or b2.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import z3
+
+from kafkamc.checker.symbolic.values import fast_and, fast_or, substituted
+from kafkamc.prover.layout import Layout
+from kafkamc.prover.relation import Move, ShapeRelation
+
+__all__ = ["Commuting", "commuting"]
+
+# A pair the solver does not settle within this is left in (never forbidden): no run waits on one.
+_CHECK_MS = 2_000
+
+
+@dataclass(frozen=True, slots=True)
+class Commuting:
+    """The forbidden pairs, by the unrolling's move index: ``a`` at step t, ``b`` at step t+1."""
+
+    pairs: tuple[tuple[int, int], ...]
+    checked: int  # solver checks made (pairs that passed the read/write filter and had a swap)
+    cpu: float
+
+
+@dataclass(slots=True)
+class _Step:
+    index: int  # in the unrolling's list of moves
+    rel: ShapeRelation
+    move: Move
+    key: tuple[str, tuple[str, ...]]
+    reads: frozenset[str]  # path condition, constraint and terms (not the domain facts)
+    writes: frozenset[str]
+    target: int | None  # the shape of its successors, when its sites are constants
+    assigns: dict[str, z3.ExprRef]
+
+
+def commuting(layout: Layout, rels: Sequence[ShapeRelation], deadline: float | None = None) -> Commuting:
+    """The pairs of adjacent moves the unrolling may leave out (see the module docstring)."""
+    started = time.process_time()
+    x = layout.variables
+    name_of = {v.decl().name(): k for k, v in x.items()}
+    steps: list[_Step] = []
+    by_shape: dict[int, list[_Step]] = {}
+    for rel in rels:
+        current = dict(rel.shape.choices)
+        expand_reads = _keys(rel.expand, name_of)
+        for m in rel.moves:
+            reads = set(expand_reads) | _keys(m.pc, name_of)
+            for _k, term in m.assigns:
+                reads |= _keys(term, name_of)
+            step = _Step(len(steps), rel, m, (m.action, tuple(sorted(k for k, _t in m.assigns))), frozenset(reads),
+                         frozenset(k for k, _t in m.assigns), _target(layout, current, m), dict(m.assigns))
+            steps.append(step)
+            by_shape.setdefault(rel.shape.index, []).append(step)
+    enabled: dict[int, z3.BoolRef] = {}
+
+    def en(s: _Step) -> z3.BoolRef:
+        if s.index not in enabled:
+            enabled[s.index] = fast_and([layout.selects(s.rel.shape, "x"), s.rel.facts, s.rel.expand, s.move.pc])
+        return enabled[s.index]
+
+    def after(s: _Step, f: z3.ExprRef) -> z3.ExprRef:
+        return substituted(f, [(x[k], t) for k, t in s.move.assigns])
+
+    both: dict[tuple[int, int], tuple[z3.BoolRef, dict[str, z3.ExprRef]]] = {}
+
+    def then(first: _Step, second: _Step) -> tuple[z3.BoolRef, dict[str, z3.ExprRef]]:
+        """When ``first`` then ``second`` can be taken from x, and the variables they assign."""
+        key = (first.index, second.index)
+        if key not in both:
+            out = {k: after(first, second.assigns[k]) if k in second.assigns else t for k, t in first.assigns.items()}
+            out.update((k, after(first, t)) for k, t in second.assigns.items() if k not in first.assigns)
+            both[key] = (fast_and([en(first), after(first, en(second))]), out)
+        return both[key]
+
+    solver = z3.SolverFor("QF_LIA")
+    solver.set("timeout", _CHECK_MS)
+    forbidden: list[tuple[int, int]] = []
+    checked = 0
+    for a in steps:
+        if a.target is None or a.target not in by_shape:
+            continue
+        for b in by_shape[a.target]:
+            if not b.key < a.key or a.writes & (b.reads | b.writes) or b.writes & a.reads:
+                continue
+            swaps = [(b2, a2) for b2 in by_shape[a.rel.shape.index]
+                     if b2.key == b.key and b2.target is not None and b2.target in by_shape
+                     for a2 in by_shape[b2.target] if a2.key == a.key]
+            if not swaps:
+                continue
+            if deadline is not None and time.monotonic() >= deadline:
+                return Commuting(tuple(forbidden), checked, round(time.process_time() - started, 1))
+            taken, final = then(a, b)
+            options = []
+            for b2, a2 in swaps:
+                taken2, final2 = then(b2, a2)
+                same = [final.get(k, x[k]) == final2.get(k, x[k]) for k in sorted(final.keys() | final2.keys())]
+                options.append(fast_and([taken2] + same))
+            solver.push()
+            solver.add(taken, z3.Not(fast_or(options)))
+            checked += 1
+            if solver.check() == z3.unsat:
+                forbidden.append((a.index, b.index))
+            solver.pop()
+    return Commuting(tuple(forbidden), checked, round(time.process_time() - started, 1))
+
+
+def _target(layout: Layout, current: dict[str, int], m: Move) -> int | None:
+    """The shape a move's successors take, when the sites it assigns are constants."""
+    choices = dict(current)
+    for key, term in m.assigns:
+        if key.startswith("#"):
+            value = z3.simplify(term)
+            if not z3.is_int_value(value):
+                return None
+            choices[key[1:]] = value.as_long()
+    shape = layout.shape_with(choices)
+    return None if shape is None else shape.index
+
+
+def _keys(term: z3.ExprRef, name_of: dict[str, str]) -> set[str]:
+    """The layout keys whose variables ``term`` reads."""
+    out: set[str] = set()
+    seen: set[int] = set()
+    todo: list[Any] = [term]
+    while todo:
+        t = todo.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            key = name_of.get(t.decl().name())
+            if key is not None:
+                out.add(key)
+        else:
+            todo.extend(t.children())
+    return out
+
