@@ -127,6 +127,11 @@ class _Unrolling:
             if len(who) < n:
                 parts.append(fast_or([y[k] == x[k]] + [self.picks[j] for j in who]))
         self.step_formula = fast_and(parts)
+        # The pairs left out, over the previous step's picks and this one's: made once, renamed per step.
+        self._before = [z3.Bool(f"x!before{i}") for i in range(n)]
+        self._apart = None
+        if self.commuting is not None and self.commuting.pairs:
+            self._apart = fast_and([z3.Or(z3.Not(self._before[a]), z3.Not(self.picks[b])) for a, b in self.commuting.pairs])
         self.bad_formula = fast_or(bad)
         self.bad_each = [fast_or(b) for b in bad_each]
         self.raised_check = fast_or(raised_check)
@@ -163,9 +168,9 @@ class _Unrolling:
     def step(self, k: int) -> None:
         """Add step k (depth k to k+1) to the unrolling, with depth k+1's ranges under QF_FD."""
         self.unrolled.append(self.at(self.step_formula, k))
-        if k and self.commuting is not None and self.commuting.pairs:
-            self.unrolled.append(fast_and([z3.Or(z3.Not(z3.Bool(f"s{k - 1}!move{a}")), z3.Not(z3.Bool(f"s{k}!move{b}")))
-                                           for a, b in self.commuting.pairs]))
+        if k and self._apart is not None:
+            self.unrolled.append(substituted(self._apart, [(b, z3.Bool(f"s{k - 1}!move{i}")) for i, b in enumerate(self._before)]
+                                             + [(b, z3.Bool(f"s{k}!move{i}")) for i, b in enumerate(self.picks)]))
         if self.ranges is not None:
             self.unrolled.append(self.ranges.at(k + 1, f"s{k + 1}"))
 

@@ -132,7 +132,8 @@ def commuting(layout: Layout, rels: Sequence[ShapeRelation], deadline: float | N
             options = []
             for b2, a2 in swaps:
                 taken2, final2 = then(b2, a2)
-                same = [final.get(k, x[k]) == final2.get(k, x[k]) for k in sorted(final.keys() | final2.keys())]
+                same = [t == t2 for k in sorted(final.keys() | final2.keys())
+                        if not (t := final.get(k, x[k])).eq(t2 := final2.get(k, x[k]))]  # one term (hash-consed): equal
                 options.append(fast_and([taken2] + same))
             solver.push()
             solver.add(taken, z3.Not(fast_or(options)))
