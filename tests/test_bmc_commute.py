@@ -166,3 +166,13 @@ def test_reduced_and_full_unrollings_give_the_same_shortest_trace_length(params,
     reduced = bmc(spec, props, 9)
     assert (full.result, len(full.trace or ())) == (reduced.result, len(reduced.trace or ()))
     assert reduced.extra["commuting_pairs"] > 0 and full.extra["commuting_pairs"] == 0
+
+
+def test_the_same_pairs_on_workers_as_in_process():
+    from kafkamc.prover.commute import commuting
+
+    spec = build_spec("controller", {"brokers": 2, "fencing": "none"})
+    un = _Unrolling(spec, tuple(spec.properties()), Budget(deadline=time.monotonic() + 600), None, 4, reduce=False)
+    serial = commuting(un.layout, un.rels)
+    forked = commuting(un.layout, un.rels, workers=2)
+    assert serial.pairs and (serial.pairs, serial.checked) == (forked.pairs, forked.checked)

@@ -79,7 +79,7 @@ class _Unrolling:
         self.relation_cpu = round(cpu_seconds() - started, 1)
         self.moves = [m for rel in self.rels for m in rel.moves]
         # Adjacent steps in the order that another order always matches, left out (commute.py).
-        self.commuting = commuting(self.layout, self.rels, budget.deadline) if reduce and depth > 1 else None
+        self.commuting = commuting(self.layout, self.rels, budget.deadline, workers) if reduce and depth > 1 else None
         self.unrolled: list[z3.BoolRef] = []  # the initial states and the steps added so far
         self.wanted = solver
         self.ranges: Ranges | None = None

@@ -35,20 +35,24 @@ fewer pairs is always exact. A move whose target shape is not a constant is neve
 
 from __future__ import annotations
 
+import multiprocessing
 import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 import z3
 
+from kafkamc.checker.resources import cpu_seconds
 from kafkamc.checker.symbolic.values import fast_and, fast_or, substituted
 from kafkamc.prover.layout import Layout
+from kafkamc.prover.prove import _worker_signals
 from kafkamc.prover.relation import Move, ShapeRelation
 
 __all__ = ["Commuting", "commuting"]
 
-# A pair the solver does not settle within this is left in (never forbidden): no run waits on one.
-_CHECK_MS = 2_000
+# A pair the solver does not settle within this many of Z3's resource units is left in (never
+# forbidden): no run waits on one. The largest of replication replicas=2's 4,150 questions took 41,391.
+_CHECK_RLIMIT = 5_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +61,7 @@ class Commuting:
 
     pairs: tuple[tuple[int, int], ...]
     checked: int  # solver checks made (pairs that passed the read/write filter and had a swap)
-    cpu: float
+    cpu: float  # the workers' included
 
 
 @dataclass(slots=True)
@@ -72,76 +76,115 @@ class _Step:
     assigns: dict[str, z3.ExprRef]
 
 
-def commuting(layout: Layout, rels: Sequence[ShapeRelation], deadline: float | None = None) -> Commuting:
-    """The pairs of adjacent moves the unrolling may leave out (see the module docstring)."""
-    started = time.process_time()
-    x = layout.variables
-    name_of = {v.decl().name(): k for k, v in x.items()}
-    steps: list[_Step] = []
-    by_shape: dict[int, list[_Step]] = {}
-    for rel in rels:
-        current = dict(rel.shape.choices)
-        expand_reads = _keys(rel.expand, name_of)
-        for m in rel.moves:
-            reads = set(expand_reads) | _keys(m.pc, name_of)
-            for _k, term in m.assigns:
-                reads |= _keys(term, name_of)
-            step = _Step(len(steps), rel, m, (m.action, tuple(sorted(k for k, _t in m.assigns))), frozenset(reads),
-                         frozenset(k for k, _t in m.assigns), _target(layout, current, m), dict(m.assigns))
-            steps.append(step)
-            by_shape.setdefault(rel.shape.index, []).append(step)
-    enabled: dict[int, z3.BoolRef] = {}
+def commuting(layout: Layout, rels: Sequence[ShapeRelation], deadline: float | None = None,
+              workers: int = 1) -> Commuting:
+    """The pairs of adjacent moves the unrolling may leave out (see the module docstring), the
+    shapes' pairs asked on ``workers`` forked processes (the same pairs for any number)."""
+    started = cpu_seconds()
+    pairs = _Pairs(layout, rels, deadline)
+    shapes = [rel.shape.index for rel in rels]
+    workers = min(workers, len(shapes))
+    global _WORK
+    if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        done = [pairs.of_shape(i) for i in shapes]
+    else:
+        _WORK = pairs
+        try:
+            with multiprocessing.get_context("fork").Pool(workers, initializer=_worker_signals) as pool:
+                done = list(pool.imap(_of_shape, shapes, chunksize=1))
+        finally:
+            _WORK = None
+    return Commuting(tuple(p for found, _n in done for p in found), sum(n for _f, n in done),
+                     round(cpu_seconds() - started, 1))
 
-    def en(s: _Step) -> z3.BoolRef:
-        if s.index not in enabled:
-            enabled[s.index] = fast_and([layout.selects(s.rel.shape, "x"), s.rel.facts, s.rel.expand, s.move.pc])
-        return enabled[s.index]
 
-    def after(s: _Step, f: z3.ExprRef) -> z3.ExprRef:
-        return substituted(f, [(x[k], t) for k, t in s.move.assigns])
+# Set in the parent just before forking; workers read it (fork shares it without pickling).
+_WORK: _Pairs | None = None
 
-    both: dict[tuple[int, int], tuple[z3.BoolRef, dict[str, z3.ExprRef]]] = {}
 
-    def then(first: _Step, second: _Step) -> tuple[z3.BoolRef, dict[str, z3.ExprRef]]:
+def _of_shape(shape: int) -> tuple[list[tuple[int, int]], int]:
+    assert _WORK is not None
+    return _WORK.of_shape(shape)
+
+
+class _Pairs:
+    """The moves with what the pair questions need: keys, reads and writes, target shapes."""
+
+    def __init__(self, layout: Layout, rels: Sequence[ShapeRelation], deadline: float | None) -> None:
+        self.layout, self.deadline = layout, deadline
+        self.x = x = layout.variables
+        name_of = {v.decl().name(): k for k, v in x.items()}
+        self.by_shape: dict[int, list[_Step]] = {}
+        index = 0
+        for rel in rels:
+            current = dict(rel.shape.choices)
+            expand_reads = _keys(rel.expand, name_of)
+            for m in rel.moves:
+                reads = set(expand_reads) | _keys(m.pc, name_of)
+                for _k, term in m.assigns:
+                    reads |= _keys(term, name_of)
+                step = _Step(index, rel, m, (m.action, tuple(sorted(k for k, _t in m.assigns))), frozenset(reads),
+                             frozenset(k for k, _t in m.assigns), _target(layout, current, m), dict(m.assigns))
+                self.by_shape.setdefault(rel.shape.index, []).append(step)
+                index += 1
+        self._enabled: dict[int, z3.BoolRef] = {}
+        self._both: dict[tuple[int, int], tuple[z3.BoolRef, dict[str, z3.ExprRef]]] = {}
+
+    def _en(self, s: _Step) -> z3.BoolRef:
+        if s.index not in self._enabled:
+            self._enabled[s.index] = fast_and([self.layout.selects(s.rel.shape, "x"), s.rel.facts, s.rel.expand,
+                                               s.move.pc])
+        return self._enabled[s.index]
+
+    def _after(self, s: _Step, f: z3.ExprRef) -> z3.ExprRef:
+        return substituted(f, [(self.x[k], t) for k, t in s.move.assigns])
+
+    def _then(self, first: _Step, second: _Step) -> tuple[z3.BoolRef, dict[str, z3.ExprRef]]:
         """When ``first`` then ``second`` can be taken from x, and the variables they assign."""
         key = (first.index, second.index)
-        if key not in both:
-            out = {k: after(first, second.assigns[k]) if k in second.assigns else t for k, t in first.assigns.items()}
-            out.update((k, after(first, t)) for k, t in second.assigns.items() if k not in first.assigns)
-            both[key] = (fast_and([en(first), after(first, en(second))]), out)
-        return both[key]
+        if key not in self._both:
+            out = {k: self._after(first, second.assigns[k]) if k in second.assigns else t
+                   for k, t in first.assigns.items()}
+            out.update((k, self._after(first, t)) for k, t in second.assigns.items() if k not in first.assigns)
+            self._both[key] = (fast_and([self._en(first), self._after(first, self._en(second))]), out)
+        return self._both[key]
 
-    solver = z3.SolverFor("QF_LIA")
-    solver.set("timeout", _CHECK_MS)
-    forbidden: list[tuple[int, int]] = []
-    checked = 0
-    for a in steps:
-        if a.target is None or a.target not in by_shape:
-            continue
-        for b in by_shape[a.target]:
-            if not b.key < a.key or a.writes & (b.reads | b.writes) or b.writes & a.reads:
+    def of_shape(self, shape: int) -> tuple[list[tuple[int, int]], int]:
+        """The forbidden pairs whose first move is of ``shape``, and how many were asked. A fresh
+        solver per shape and a resource limit (not a time limit): the same answers on every run,
+        for any number of workers, at any load."""
+        x, by_shape = self.x, self.by_shape
+        solver = z3.SolverFor("QF_LIA")
+        solver.set("rlimit", _CHECK_RLIMIT)
+        forbidden: list[tuple[int, int]] = []
+        checked = 0
+        for a in by_shape.get(shape, []):
+            if a.target is None or a.target not in by_shape:
                 continue
-            swaps = [(b2, a2) for b2 in by_shape[a.rel.shape.index]
-                     if b2.key == b.key and b2.target is not None and b2.target in by_shape
-                     for a2 in by_shape[b2.target] if a2.key == a.key]
-            if not swaps:
-                continue
-            if deadline is not None and time.monotonic() >= deadline:
-                return Commuting(tuple(forbidden), checked, round(time.process_time() - started, 1))
-            taken, final = then(a, b)
-            options = []
-            for b2, a2 in swaps:
-                taken2, final2 = then(b2, a2)
-                same = [t == t2 for k in sorted(final.keys() | final2.keys())
-                        if not (t := final.get(k, x[k])).eq(t2 := final2.get(k, x[k]))]  # one term (hash-consed): equal
-                options.append(fast_and([taken2] + same))
-            solver.push()
-            solver.add(taken, z3.Not(fast_or(options)))
-            checked += 1
-            if solver.check() == z3.unsat:
-                forbidden.append((a.index, b.index))
-            solver.pop()
-    return Commuting(tuple(forbidden), checked, round(time.process_time() - started, 1))
+            for b in by_shape[a.target]:
+                if not b.key < a.key or a.writes & (b.reads | b.writes) or b.writes & a.reads:
+                    continue
+                swaps = [(b2, a2) for b2 in by_shape[shape]
+                         if b2.key == b.key and b2.target is not None and b2.target in by_shape
+                         for a2 in by_shape[b2.target] if a2.key == a.key]
+                if not swaps:
+                    continue
+                if self.deadline is not None and time.monotonic() >= self.deadline:
+                    return forbidden, checked  # fewer pairs left out: still exact
+                taken, final = self._then(a, b)
+                options = []
+                for b2, a2 in swaps:
+                    taken2, final2 = self._then(b2, a2)
+                    same = [t == t2 for k in sorted(final.keys() | final2.keys())
+                            if not (t := final.get(k, x[k])).eq(t2 := final2.get(k, x[k]))]  # hash-consed: equal
+                    options.append(fast_and([taken2] + same))
+                solver.push()
+                solver.add(taken, z3.Not(fast_or(options)))
+                checked += 1
+                if solver.check() == z3.unsat:
+                    forbidden.append((a.index, b.index))
+                solver.pop()
+        return forbidden, checked
 
 
 def _target(layout: Layout, current: dict[str, int], m: Move) -> int | None:
