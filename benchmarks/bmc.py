@@ -3,6 +3,7 @@
     python benchmarks/bmc.py                 # every configuration below
     python benchmarks/bmc.py controller-none --timeout 600
     python benchmarks/bmc.py controller-none --engine bmc --solver lia   # the QF_LIA unrolling
+    python benchmarks/bmc.py replication-kip279-r2 --engine bmc --every-order   # no partial-order reduction
 
 Each engine runs in a fresh process (so its peak memory is its own) and prints one line: result,
 trace length, depth reached, CPU seconds, peak resident memory, and for bmc its shapes, symbolic
@@ -66,16 +67,16 @@ CONFIGS = {
 }
 
 
-def _one(name: str, engine: str, timeout: float, solver: str = "fd") -> dict:
+def _one(name: str, engine: str, timeout: float, solver: str = "fd", reduce: bool = True) -> dict:
     ref, params, inv, depth = CONFIGS[name]
     spec = build_spec(ref, params)
     props = [spec.property_named(inv)]
     started = time.process_time()
     wall = time.perf_counter()
     if engine == "bmc":
-        r = bmc(spec, props, depth, timeout=timeout, solver=solver)
+        r = bmc(spec, props, depth, timeout=timeout, solver=solver, reduce=reduce)
         extra = {k: r.extra.get(k) for k in ("logic", "shapes", "paths", "transitions", "relation_cpu",
-                                             "solver_checks", "bmc_depth", "limit")}
+                                             "commuting_pairs", "commute_cpu", "solver_checks", "bmc_depth", "limit")}
     else:
         r = explore(spec, props)
         extra = {"distinct_states": r.distinct_states}
@@ -93,16 +94,18 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--engine", choices=("bmc", "check", "both"), default="both")
     ap.add_argument("--solver", choices=SOLVERS, default="fd",
                     help="bmc's unrolling: fd (bit-blasted, the default) or lia (Z3's QF_LIA)")
+    ap.add_argument("--every-order", action="store_true",
+                    help="bmc keeps both orders of adjacent steps that commute (no partial-order reduction)")
     ap.add_argument("--one", nargs=2, metavar=("NAME", "ENGINE"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.one:
-        print(json.dumps(_one(args.one[0], args.one[1], args.timeout, args.solver)))
+        print(json.dumps(_one(args.one[0], args.one[1], args.timeout, args.solver, not args.every_order)))
         return 0
     engines = ("check", "bmc") if args.engine == "both" else (args.engine,)
     for name in args.names or CONFIGS:
         for engine in engines:
             cmd = [sys.executable, __file__, "--one", name, engine, "--timeout", str(args.timeout),
-                   "--solver", args.solver]
+                   "--solver", args.solver] + (["--every-order"] if args.every_order else [])
             started = time.perf_counter()
             try:
                 out = subprocess.run(cmd, capture_output=True, text=True,
