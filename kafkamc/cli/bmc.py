@@ -48,6 +48,9 @@ def register(subparsers: Any) -> None:
     cmd.add_argument("--every-order", action="store_true",
                      help="keep both orders of adjacent steps that commute (the same answer, asked of more "
                           "paths; by default one order is left out: docs/bmc.md)")
+    cmd.add_argument("--symmetry", action="store_true",
+                     help="use the spec's symmetry hook, trusted as check --symmetry trusts it: only paths whose "
+                          "first successor is one chosen renaming of it are asked (the same answer, up to renaming)")
     cmd.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout (as check)")
     cmd.add_argument("--progress", action="store_true",
                      help="on stderr, a line per shape of the relation (CPU, paths, moves) and per depth")
@@ -64,7 +67,7 @@ def _cmd_bmc(args: argparse.Namespace) -> int:
         progress, shapes = _depth_line, _shape_line
     result = bmc(spec, props, args.depth, timeout=args.timeout, encoding=args.encoding, progress=progress,
                  shapes=shapes, workers=args.workers, slice_history=not args.keep_history,
-                 reduce=not args.every_order)
+                 reduce=not args.every_order, symmetry=args.symmetry)
     if ":" in args.spec:
         import dataclasses
 

@@ -68,7 +68,7 @@ def trace_to_json(trace: Trace | None) -> list[dict[str, Any]] | None:
 
 
 _BMC_KEYS = ("bmc_depth", "encoding", "logic", "shapes", "shapes_built", "transitions", "paths", "solver_checks",
-             "relation_cpu", "history_left_out", "commuting_pairs", "commute_cpu")
+             "relation_cpu", "history_left_out", "commuting_pairs", "commute_cpu", "symmetry")
 
 
 def result_to_json(result: CheckResult) -> dict[str, Any]:

@@ -63,8 +63,9 @@ class _Unrolling:
 
     def __init__(self, spec: Spec, props: tuple[Property, ...], budget: Budget, shapes: Any,
                  depth: int, solver: str = "fd", workers: int = 1, left: LeftOut | None = None,
-                 reduce: bool = True) -> None:
+                 reduce: bool = True, symmetry: bool = False) -> None:
         self.spec, self.props, self.budget = spec, props, budget
+        self.symmetry = symmetry
         self.withheld = () if left is None else left.fields
         self.logic = "QF_LIA"  # QF_FD once ``init`` has found a range for every int
         dom_of = type(spec).domain
@@ -156,19 +157,45 @@ class _Unrolling:
             if not z3.is_true(z3.simplify(m.inside)):
                 raise SymbolicUnsupported(f"bmc: an initial state of {self.spec.name} is outside its domain(p): {state!r}")
             initial.append(m.terms)
-            options.append(fast_and([lay.var("#" + s, "s0") == k for s, k in m.choices.items()]
-                                    + [lay.var(key, "s0") == t for key, t in m.terms.items()]))
+            options.append(self._state_at(state, 0))
         self.unrolled.append(fast_or(options))
+        self._first = None
+        if self.symmetry:
+            # The spec's symmetry (trusted, as check --symmetry trusts it: renaming a state renames its
+            # successors, and no invariant tells renamings apart) renames any path after its first
+            # step into one whose first successor is a chosen one of its renamings: only those are
+            # asked. The chosen one is itself a successor of an initial state (the first met, in the
+            # spec's order), so the initial states need not be closed under renaming.
+            sym = type(self.spec).symmetry
+            keep = type(self.spec).constraint
+            chosen: dict[Any, Any] = {}
+            for state in self.spec.initial():
+                if keep is None or keep(self.spec.p, state):
+                    for _a, _l, nxt in self.spec.successors(state):
+                        chosen.setdefault(sym(self.spec.p, nxt), nxt)
+            if all(z3.is_true(z3.simplify(self.layout.match(first).inside)) for first in chosen.values()):
+                self._first = fast_or([self._state_at(first, 1) for first in chosen.values()])
+            # else: a first successor outside the domain, which depth 0's question reports (exit 3)
         if self.wanted == "fd":
             self.ranges = ranges(self.layout, self.moves, initial)
         if self.ranges is not None:
             self.logic = "QF_FD"
             self.unrolled.append(self.ranges.at(0, "s0"))
 
+    def _state_at(self, state: Any, k: int) -> z3.BoolRef:
+        """Depth k's vector is ``state`` (a state of the domain)."""
+        lay = self.layout
+        m = lay.match(state)
+        return fast_and([lay.var("#" + s, f"s{k}") == c for s, c in m.choices.items()]
+                        + [lay.var(key, f"s{k}") == t for key, t in m.terms.items()])
+
     def step(self, k: int) -> None:
         """Add step k (depth k to k+1) to the unrolling, with depth k+1's ranges under QF_FD."""
         self.unrolled.append(self.at(self.step_formula, k))
-        if k and self._apart is not None:
+        if k == 0 and self._first is not None:
+            self.unrolled.append(self._first)
+        # With the symmetry, not between steps 0 and 1: a swap there would change the first successor.
+        if k >= (2 if self._first is not None else 1) and self._apart is not None:
             self.unrolled.append(substituted(self._apart, [(b, z3.Bool(f"s{k - 1}!move{i}")) for i, b in enumerate(self._before)]
                                              + [(b, z3.Bool(f"s{k}!move{i}")) for i, b in enumerate(self.picks)]))
         if self.ranges is not None:
@@ -225,7 +252,7 @@ class _Unrolling:
 def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: float = 3600.0,
         max_paths: int = DEFAULT_MAX_PATHS, progress: Any = None, encoding: str = "classical",
         shapes: Any = None, solver: str = "fd", workers: int = 1, slice_history: bool = True,
-        reduce: bool = True) -> CheckResult:
+        reduce: bool = True, symmetry: bool = False) -> CheckResult:
     """A shortest violation of ``invariants`` within ``depth`` steps, or an incomplete result
     (reason ``max-depth``, or why it stopped earlier) saying none exists up to the depth reached.
     ``encoding``: "classical" (this module) or "context" (``bmc_context.py``, the earlier one).
@@ -235,7 +262,8 @@ def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: floa
     QF_LIA on the same formulas). ``slice_history``: leave out the history fields no invariant
     asked reads (``history.py``; the same answer, asked of fewer states). ``reduce``: leave out
     the adjacent steps whose other order always reaches the same state (``commute.py``; the same
-    answer, asked of fewer paths)."""
+    answer, asked of fewer paths). ``symmetry``: ask only paths whose first successor is its least
+    renaming by the spec's ``symmetry`` hook (trusted, as ``check --symmetry`` trusts it)."""
     props = tuple(invariants)
     if not props:
         raise UsageError("bmc needs at least one invariant (-i NAME)")
@@ -248,6 +276,10 @@ def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: floa
         raise UsageError(f"--encoding {encoding}: allowed: {', '.join(ENCODINGS)}")
     if solver not in SOLVERS:
         raise UsageError(f"solver {solver}: allowed: {', '.join(SOLVERS)}")
+    if symmetry and type(spec).symmetry is None:
+        raise UsageError(f"--symmetry: spec {spec.name} declares no symmetry hook; allowed only for specs that do")
+    if symmetry and encoding == "context":
+        raise UsageError("--symmetry: allowed only with --encoding classical")
     if encoding == "context":
         return bmc_in_context(spec, props, depth, timeout=timeout, max_paths=max_paths)
     started = time.perf_counter()
@@ -259,9 +291,9 @@ def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: floa
     try:
         asked, left = left_out(spec, props) if slice_history else (spec, None)
         try:
-            un = _Unrolling(asked, props, budget, shapes, depth, solver, workers, left, reduce)
+            un = _Unrolling(asked, props, budget, shapes, depth, solver, workers, left, reduce, symmetry)
         except HistoryRead:  # an invariant or the constraint reads one on a state of the domain
-            un = _Unrolling(spec, props, budget, shapes, depth, solver, workers, reduce=reduce)
+            un = _Unrolling(spec, props, budget, shapes, depth, solver, workers, reduce=reduce, symmetry=symmetry)
         un.init()
         for k in range(depth + 1):
             bad = un.at(un.bad_formula, k)
@@ -313,6 +345,7 @@ def _stats(un: _Unrolling | None, budget: Budget) -> dict[str, Any]:
             "shapes_built": len(un.rels) if un is not None else 0,
             "transitions": len(un.moves) if un is not None else 0, "paths": budget.paths,
             "history_left_out": list(un.withheld) if un is not None else [],
+            "symmetry": un.symmetry if un is not None else False,
             "solver_checks": budget.checks, "relation_cpu": un.relation_cpu if un is not None else None,
             "commuting_pairs": len(un.commuting.pairs) if un is not None and un.commuting is not None else 0,
             "commute_cpu": un.commuting.cpu if un is not None and un.commuting is not None else None}
