@@ -54,6 +54,8 @@ from kafkamc.spec.domain import contains
 __all__ = ["bmc", "DEFAULT_MAX_PATHS", "ENCODINGS", "SOLVERS"]
 
 DEFAULT_MAX_PATHS = 2_000_000
+# --symmetry: most states of one level of the first depths chosen per orbit (each a disjunct).
+_MAX_LEVEL = 64
 ENCODINGS = ("classical", "context")
 SOLVERS = ("fd", "lia")
 
@@ -64,7 +66,7 @@ class _Unrolling:
     def __init__(self, spec: Spec, props: tuple[Property, ...], budget: Budget, shapes: Any,
                  depth: int, solver: str = "fd", workers: int = 1, left: LeftOut | None = None,
                  reduce: bool = True, symmetry: bool = False) -> None:
-        self.spec, self.props, self.budget = spec, props, budget
+        self.spec, self.props, self.budget, self.depth = spec, props, budget, depth
         self.symmetry = symmetry
         self.withheld = () if left is None else left.fields
         self.logic = "QF_LIA"  # QF_FD once ``init`` has found a range for every int
@@ -159,28 +161,43 @@ class _Unrolling:
             initial.append(m.terms)
             options.append(self._state_at(state, 0))
         self.unrolled.append(fast_or(options))
-        self._first = None
+        self._levels: list[z3.BoolRef] = []  # depth j+1's vector is one of these states
         if self.symmetry:
-            # The spec's symmetry (trusted, as check --symmetry trusts it: renaming a state renames its
-            # successors, and no invariant tells renamings apart) renames any path after its first
-            # step into one whose first successor is a chosen one of its renamings: only those are
-            # asked. The chosen one is itself a successor of an initial state (the first met, in the
-            # spec's order), so the initial states need not be closed under renaming.
-            sym = type(self.spec).symmetry
-            keep = type(self.spec).constraint
-            chosen: dict[Any, Any] = {}
-            for state in self.spec.initial():
-                if keep is None or keep(self.spec.p, state):
-                    for _a, _l, nxt in self.spec.successors(state):
-                        chosen.setdefault(sym(self.spec.p, nxt), nxt)
-            if all(z3.is_true(z3.simplify(self.layout.match(first).inside)) for first in chosen.values()):
-                self._first = fast_or([self._state_at(first, 1) for first in chosen.values()])
-            # else: a first successor outside the domain, which depth 0's question reports (exit 3)
+            self._levels = self._chosen_levels()
         if self.wanted == "fd":
             self.ranges = ranges(self.layout, self.moves, initial)
         if self.ranges is not None:
             self.logic = "QF_FD"
             self.unrolled.append(self.ranges.at(0, "s0"))
+
+    def _chosen_levels(self) -> list[z3.BoolRef]:
+        """The first depths' states, one chosen per orbit of the spec's symmetry (trusted, as
+        check --symmetry trusts it: renaming a state renames its successors and its being
+        expanded, and no invariant tells renamings apart).
+
+        Level 0 is the initial states; level j+1 is, for each orbit among the successors of level
+        j's expanded states, the first such successor met (in the spec's order), so each is a
+        successor of a state of level j and the initial states need not be closed under renaming.
+        Any path renames, depth by depth, into one through the levels whose state at every depth
+        is a renaming of the original's, so a violation (or a raising action, a successor outside
+        the domain) at depth k has one at depth k among the paths asked. Levels stop before one
+        would hold more than ``_MAX_LEVEL`` states, at the depth asked, or at a state outside the
+        domain (which the question of the depth before reports)."""
+        sym, keep, p = type(self.spec).symmetry, type(self.spec).constraint, self.spec.p
+        level = list(self.spec.initial())
+        out: list[z3.BoolRef] = []
+        while len(out) < self.depth:
+            chosen: dict[Any, Any] = {}
+            for state in level:
+                if keep is None or keep(p, state):
+                    for _a, _l, nxt in self.spec.successors(state):
+                        chosen.setdefault(sym(p, nxt), nxt)
+            level = list(chosen.values())
+            if not level or len(level) > _MAX_LEVEL or not all(
+                    z3.is_true(z3.simplify(self.layout.match(s).inside)) for s in level):
+                break
+            out.append(fast_or([self._state_at(s, len(out) + 1) for s in level]))
+        return out
 
     def _state_at(self, state: Any, k: int) -> z3.BoolRef:
         """Depth k's vector is ``state`` (a state of the domain)."""
@@ -192,10 +209,10 @@ class _Unrolling:
     def step(self, k: int) -> None:
         """Add step k (depth k to k+1) to the unrolling, with depth k+1's ranges under QF_FD."""
         self.unrolled.append(self.at(self.step_formula, k))
-        if k == 0 and self._first is not None:
-            self.unrolled.append(self._first)
-        # With the symmetry, not between steps 0 and 1: a swap there would change the first successor.
-        if k >= (2 if self._first is not None else 1) and self._apart is not None:
+        if k < len(self._levels):
+            self.unrolled.append(self._levels[k])
+        # Not where a swap would change a state the levels choose (commute.py renames nothing).
+        if k > len(self._levels) and self._apart is not None:
             self.unrolled.append(substituted(self._apart, [(b, z3.Bool(f"s{k - 1}!move{i}")) for i, b in enumerate(self._before)]
                                              + [(b, z3.Bool(f"s{k}!move{i}")) for i, b in enumerate(self.picks)]))
         if self.ranges is not None:
@@ -262,8 +279,9 @@ def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: floa
     QF_LIA on the same formulas). ``slice_history``: leave out the history fields no invariant
     asked reads (``history.py``; the same answer, asked of fewer states). ``reduce``: leave out
     the adjacent steps whose other order always reaches the same state (``commute.py``; the same
-    answer, asked of fewer paths). ``symmetry``: ask only paths whose first successor is its least
-    renaming by the spec's ``symmetry`` hook (trusted, as ``check --symmetry`` trusts it)."""
+    answer, asked of fewer paths). ``symmetry``: over the first depths, ask only paths through one
+    chosen state per orbit of the spec's ``symmetry`` hook (trusted, as ``check --symmetry``
+    trusts it; ``_Unrolling._chosen_levels``)."""
     props = tuple(invariants)
     if not props:
         raise UsageError("bmc needs at least one invariant (-i NAME)")
