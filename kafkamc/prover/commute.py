@@ -43,9 +43,10 @@ from __future__ import annotations
 import multiprocessing
 import time
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 import z3
+from z3 import z3core
 
 from kafkamc.checker.resources import cpu_seconds
 from kafkamc.checker.symbolic.values import fast_and, fast_or, substituted
@@ -120,20 +121,23 @@ class _Pairs:
         self.x = x = layout.variables
         name_of = {v.decl().name(): k for k, v in x.items()}
         self.by_shape: dict[int, list[_Step]] = {}
+        memo: dict[int, frozenset[str]] = {}
         index = 0
         for rel in rels:
             current = dict(rel.shape.choices)
-            expand_reads = _keys(rel.expand, name_of)
+            expand_reads = _keys(rel.expand, name_of, memo)
             for m in rel.moves:
-                reads = set(expand_reads) | _keys(m.pc, name_of)
+                reads = set(expand_reads) | _keys(m.pc, name_of, memo)
                 for _k, term in m.assigns:
-                    reads |= _keys(term, name_of)
+                    reads |= _keys(term, name_of, memo)
                 step = _Step(index, rel, m, (m.action, tuple(sorted(k for k, _t in m.assigns))), frozenset(reads),
                              frozenset(k for k, _t in m.assigns), _target(layout, current, m), dict(m.assigns))
                 self.by_shape.setdefault(rel.shape.index, []).append(step)
                 index += 1
         self._enabled: dict[int, z3.BoolRef] = {}
-        self._both: dict[tuple[int, int], tuple[z3.BoolRef, dict[str, z3.ExprRef]]] = {}
+        self._both: dict[tuple[int, int], tuple[z3.BoolRef, dict[str, tuple[int, z3.ExprRef]]]] = {}
+        self._ctx = z3.main_ctx()
+        self._x_ids = {k: (_id(v), v) for k, v in x.items()}
 
     def _en(self, s: _Step) -> z3.BoolRef:
         if s.index not in self._enabled:
@@ -144,21 +148,23 @@ class _Pairs:
     def _after(self, s: _Step, f: z3.ExprRef) -> z3.ExprRef:
         return substituted(f, [(self.x[k], t) for k, t in s.move.assigns])
 
-    def _then(self, first: _Step, second: _Step) -> tuple[z3.BoolRef, dict[str, z3.ExprRef]]:
-        """When ``first`` then ``second`` can be taken from x, and the variables they assign."""
+    def _then(self, first: _Step, second: _Step) -> tuple[z3.BoolRef, dict[str, tuple[int, z3.ExprRef]]]:
+        """When ``first`` then ``second`` can be taken from x, and the variables they assign (each
+        term with its Z3 id: terms are hash-consed, so equal ids are one term)."""
         key = (first.index, second.index)
         if key not in self._both:
             out = {k: self._after(first, second.assigns[k]) if k in second.assigns else t
                    for k, t in first.assigns.items()}
             out.update((k, self._after(first, t)) for k, t in second.assigns.items() if k not in first.assigns)
-            self._both[key] = (fast_and([self._en(first), self._after(first, self._en(second))]), out)
+            self._both[key] = (fast_and([self._en(first), self._after(first, self._en(second))]),
+                               {k: (_id(t), t) for k, t in out.items()})
         return self._both[key]
 
     def of_shape(self, shape: int) -> tuple[list[tuple[int, int]], int]:
         """The forbidden pairs whose first move is of ``shape``, and how many were asked. A fresh
         solver per shape and a resource limit (not a time limit): the same answers on every run,
         for any number of workers, at any load."""
-        x, by_shape = self.x, self.by_shape
+        by_shape, xs, ctx = self.by_shape, self._x_ids, self._ctx.ref()
         solver = z3.SolverFor("QF_LIA")
         solver.set("rlimit", _CHECK_RLIMIT)
         forbidden: list[tuple[int, int]] = []
@@ -180,8 +186,9 @@ class _Pairs:
                 options = []
                 for b2, a2 in swaps:
                     taken2, final2 = self._then(b2, a2)
-                    same = [t == t2 for k in sorted(final.keys() | final2.keys())
-                            if not (t := final.get(k, x[k])).eq(t2 := final2.get(k, x[k]))]  # hash-consed: equal
+                    same = [z3.BoolRef(z3core.Z3_mk_eq(ctx, t[1].as_ast(), t2[1].as_ast()), self._ctx)
+                            for k in sorted(final.keys() | final2.keys())
+                            if (t := final.get(k) or xs[k])[0] != (t2 := final2.get(k) or xs[k])[0]]
                     options.append(fast_and([taken2] + same))
                 solver.push()
                 solver.add(taken, z3.Not(fast_or(options)))
@@ -205,21 +212,40 @@ def _target(layout: Layout, current: dict[str, int], m: Move) -> int | None:
     return None if shape is None else shape.index
 
 
-def _keys(term: z3.ExprRef, name_of: dict[str, str]) -> set[str]:
-    """The layout keys whose variables ``term`` reads."""
-    out: set[str] = set()
-    seen: set[int] = set()
-    todo: list[Any] = [term]
-    while todo:
-        t = todo.pop()
-        if t.get_id() in seen:
-            continue
-        seen.add(t.get_id())
-        if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            key = name_of.get(t.decl().name())
-            if key is not None:
-                out.add(key)
-        else:
-            todo.extend(t.children())
-    return out
+def _id(term: z3.ExprRef) -> int:
+    return z3core.Z3_get_ast_id(term.ctx.ref(), term.as_ast())
 
+
+def _keys(term: z3.ExprRef, name_of: dict[str, str], memo: dict[int, frozenset[str]]) -> frozenset[str]:
+    """The layout keys whose variables ``term`` reads (``memo``: by Z3 id, shared between the
+    terms of a relation, which share most subterms). On Z3's own ASTs: wrapping each node in
+    Python was most of the cost."""
+    ctx = term.ctx.ref()
+    stack = [term.as_ast()]
+    while stack:
+        node = stack[-1]
+        nid = z3core.Z3_get_ast_id(ctx, node)
+        if nid in memo:
+            stack.pop()
+            continue
+        if z3core.Z3_get_ast_kind(ctx, node) != z3.Z3_APP_AST:
+            memo[nid] = frozenset()  # a numeral or a bound variable reads no key
+            stack.pop()
+            continue
+        n = z3core.Z3_get_app_num_args(ctx, node)
+        if n == 0:
+            decl = z3core.Z3_get_app_decl(ctx, node)
+            key = None
+            if z3core.Z3_get_decl_kind(ctx, decl) == z3.Z3_OP_UNINTERPRETED:
+                key = name_of.get(z3core.Z3_get_symbol_string(ctx, z3core.Z3_get_decl_name(ctx, decl)))
+            memo[nid] = frozenset() if key is None else frozenset((key,))
+            stack.pop()
+            continue
+        args = [z3core.Z3_get_app_arg(ctx, node, i) for i in range(n)]
+        todo = [a for a in args if z3core.Z3_get_ast_id(ctx, a) not in memo]
+        if todo:
+            stack.extend(todo)
+            continue
+        stack.pop()
+        memo[nid] = frozenset().union(*(memo[z3core.Z3_get_ast_id(ctx, a)] for a in args))
+    return memo[z3core.Z3_get_ast_id(ctx, term.as_ast())]
