@@ -127,3 +127,86 @@ def test_symmetry_needs_the_hook(capsys):
         bmc(spec, [spec.property_named("bmc-sum-small")], 3, symmetry=True)
     assert main(["bmc", "test_bmc:Pairs", "-i", "bmc-sum-small", "--depth", "2", "--symmetry"]) == 2
     assert "no symmetry hook" in capsys.readouterr().err
+
+
+@dataclass(frozen=True, slots=True)
+class Flags:
+    up: tuple[bool, bool]
+    ticks: int
+
+
+@invariant("flags-not-both", "the two flags are never both up (when strict)")
+def flags_not_both(p, s) -> bool:
+    return not (all(s.up) and p.strict)
+
+
+class FlagsSpec(Spec):
+    """Two interchangeable flags and a clock; SetFlag yields replica 2 first, so the state a level
+    keeps is not the order the commuting pairs prefer; with ``guard`` a state with both flags up
+    and no tick is not expanded, and with ``fragile`` setting a flag raises once the clock reads 2."""
+
+    name = "bmc-flags"
+    parameters = (Param("strict", False, "the flags must never both be up"),
+                  Param("guard", False, "the constraint"),
+                  Param("fragile", False, "SetFlag raises at ticks 2"))
+    invariants = (flags_not_both,)
+
+    def init_states(p):
+        yield Flags((False, False), 0)
+
+    def domain(p):
+        return d.Record(Flags, up=d.Tuple(d.Bool(), 2), ticks=d.Int(0, 2))
+
+    def constraint(p, s):
+        return not p.guard or not all(s.up) or s.ticks > 0
+
+    def symmetry(p, s):
+        return min(s, Flags(s.up[::-1], s.ticks), key=lambda f: (f.up, f.ticks))
+
+    @action
+    def set_flag(p, s):
+        if p.fragile and s.ticks == 2 and not all(s.up):
+            raise ValueError("the clock ran out")
+        for i in (1, 0):
+            if not s.up[i]:
+                yield f"SetFlag({i + 1})", Flags(tuple(True if j == i else u for j, u in enumerate(s.up)), s.ticks)
+
+    @action  # after SetFlag: a level meets the state the constraint leaves unexpanded first
+    def tick(p, s):
+        if s.ticks < 2:
+            yield "Tick", Flags(s.up, s.ticks + 1)
+
+
+def _assert_orbits(spec, depth):
+    un = _Unrolling(spec, tuple(spec.properties()), Budget(deadline=time.monotonic() + 600), None, depth,
+                    symmetry=True)
+    un.init()
+    for k in range(depth + 1):
+        assert _orbits(spec, _unrolled_states(un, k)) == _orbits(spec, _walks(spec, k)), f"depth {k}"
+        if k < depth:
+            un.step(k)
+    return un
+
+
+@pytest.mark.parametrize("most", [1, 2, 64])
+@pytest.mark.parametrize("guard", [False, True])
+def test_levels_that_stop_early_and_a_constraint_keep_every_orbit(monkeypatch, most, guard):
+    # Levels capped below the depth: the commuting pairs start where they stop, not before.
+    monkeypatch.setattr("kafkamc.prover.bmc._MAX_LEVEL", most)
+    un = _assert_orbits(FlagsSpec(guard=guard), 5)
+    assert len(un._levels) < 5 if most < 64 else un._levels
+
+
+def test_spec_code_that_raises_on_a_level_is_reported_as_without_symmetry():
+    spec = FlagsSpec(fragile=True)
+    props = list(spec.properties())
+    outcomes = []
+    for symmetry in (False, True):
+        try:
+            outcomes.append(bmc(spec, props, 5, symmetry=symmetry).result)
+        except Exception as exc:  # noqa: BLE001 - both runs must end the same way
+            outcomes.append(type(exc).__name__)
+    assert outcomes[0] == outcomes[1] == "SpecRaised"
+    strict = FlagsSpec(fragile=True, strict=True)
+    runs = [bmc(strict, list(strict.properties()), 5, symmetry=s) for s in (False, True)]
+    assert [(r.result, len(r.trace)) for r in runs] == [("violation", 3)] * 2

@@ -49,8 +49,8 @@ def register(subparsers: Any) -> None:
                      help="keep both orders of adjacent steps that commute (the same answer, asked of more "
                           "paths; by default one order is left out: docs/bmc.md)")
     cmd.add_argument("--symmetry", action="store_true",
-                     help="use the spec's symmetry hook, trusted as check --symmetry trusts it: only paths whose "
-                          "first successor is one chosen renaming of it are asked (the same answer, up to renaming)")
+                     help="use the spec's symmetry hook, trusted as check --symmetry trusts it (view included): "
+                          "the first depths are asked through one state per orbit (the same answer, up to renaming)")
     cmd.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout (as check)")
     cmd.add_argument("--progress", action="store_true",
                      help="on stderr, a line per shape of the relation (CPU, paths, moves) and per depth")

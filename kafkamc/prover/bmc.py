@@ -35,7 +35,7 @@ from kafkamc.checker.resources import cpu_seconds
 from kafkamc.checker.symbolic import Budget, PathLimit, SolverUnknown, concretize
 from kafkamc.checker.symbolic.interrupt import interruptible_check
 from kafkamc.checker.symbolic.values import fast_and, fast_not, fast_or, substituted
-from kafkamc.checker.watch import stop_reason
+from kafkamc.checker.watch import raise_pending_stop, stop_reason
 from kafkamc.errors import SoundnessError, SymbolicUnsupported, UsageError
 from kafkamc.invariants.api import Property
 from kafkamc.prover.bmc_context import bmc_in_context
@@ -171,27 +171,37 @@ class _Unrolling:
             self.unrolled.append(self.ranges.at(0, "s0"))
 
     def _chosen_levels(self) -> list[z3.BoolRef]:
-        """The first depths' states, one chosen per orbit of the spec's symmetry (trusted, as
-        check --symmetry trusts it: renaming a state renames its successors and its being
-        expanded, and no invariant tells renamings apart).
+        """The first depths' states, one chosen per orbit of the spec's symmetry hook.
+
+        The hook is trusted, as check --symmetry trusts it: renaming a state renames its
+        successors and whether it is expanded, whether an action raises on it and whether a
+        successor leaves the domain, and no invariant asked tells two states the hook merges apart
+        (a hook that also applies a view, as controller's does, is trusted to merge only states
+        with the same futures and the same verdicts).
 
         Level 0 is the initial states; level j+1 is, for each orbit among the successors of level
         j's expanded states, the first such successor met (in the spec's order), so each is a
         successor of a state of level j and the initial states need not be closed under renaming.
-        Any path renames, depth by depth, into one through the levels whose state at every depth
-        is a renaming of the original's, so a violation (or a raising action, a successor outside
-        the domain) at depth k has one at depth k among the paths asked. Levels stop before one
-        would hold more than ``_MAX_LEVEL`` states, at the depth asked, or at a state outside the
-        domain (which the question of the depth before reports)."""
+        Any path of k steps has one through the levels that ends at a renaming of its last state
+        (the chosen state of a depth may be a successor of another state of the level before,
+        whose path through the levels exists by the same argument; after the levels the rest of
+        the path is renamed), so a violation (or a raising action, a successor outside the domain)
+        at depth k has one at depth k among the paths asked. Levels stop before one would hold
+        more than ``_MAX_LEVEL`` states, at the depth asked, at a state outside the domain, or
+        where the spec's code raised (the depth before reports either, as without the levels)."""
         sym, keep, p = type(self.spec).symmetry, type(self.spec).constraint, self.spec.p
         level = list(self.spec.initial())
         out: list[z3.BoolRef] = []
         while len(out) < self.depth:
             chosen: dict[Any, Any] = {}
-            for state in level:
-                if keep is None or keep(p, state):
-                    for _a, _l, nxt in self.spec.successors(state):
-                        chosen.setdefault(sym(p, nxt), nxt)
+            try:
+                for state in level:
+                    if keep is None or keep(p, state):
+                        for _a, _l, nxt in self.spec.successors(state):
+                            chosen.setdefault(sym(p, nxt), nxt)
+            except Exception as exc:  # noqa: BLE001 - the unrolling's questions report it, exactly
+                raise_pending_stop(exc)
+                break
             level = list(chosen.values())
             if not level or len(level) > _MAX_LEVEL or not all(
                     z3.is_true(z3.simplify(self.layout.match(s).inside)) for s in level):
