@@ -4,6 +4,7 @@
     python benchmarks/bmc.py controller-none --timeout 600
     python benchmarks/bmc.py controller-none --engine bmc --solver lia   # the QF_LIA unrolling
     python benchmarks/bmc.py replication-kip279-r2 --engine bmc --every-order   # no partial-order reduction
+    python benchmarks/bmc.py replication-kip279 --engine bmc --symmetry   # issue 17's 11 states (about 45 CPU min)
 
 Each engine runs in a fresh process (so its peak memory is its own) and prints one line: result,
 trace length, depth reached, CPU seconds, peak resident memory, and for bmc its shapes, symbolic
@@ -67,14 +68,15 @@ CONFIGS = {
 }
 
 
-def _one(name: str, engine: str, timeout: float, solver: str = "fd", reduce: bool = True) -> dict:
+def _one(name: str, engine: str, timeout: float, solver: str = "fd", reduce: bool = True,
+         symmetry: bool = False) -> dict:
     ref, params, inv, depth = CONFIGS[name]
     spec = build_spec(ref, params)
     props = [spec.property_named(inv)]
     started = time.process_time()
     wall = time.perf_counter()
     if engine == "bmc":
-        r = bmc(spec, props, depth, timeout=timeout, solver=solver, reduce=reduce)
+        r = bmc(spec, props, depth, timeout=timeout, solver=solver, reduce=reduce, symmetry=symmetry)
         extra = {k: r.extra.get(k) for k in ("logic", "shapes", "paths", "transitions", "relation_cpu",
                                              "commuting_pairs", "commute_cpu", "solver_checks", "bmc_depth", "limit")}
     else:
@@ -96,16 +98,19 @@ def main(argv: list[str]) -> int:
                     help="bmc's unrolling: fd (bit-blasted, the default) or lia (Z3's QF_LIA)")
     ap.add_argument("--every-order", action="store_true",
                     help="bmc keeps both orders of adjacent steps that commute (no partial-order reduction)")
+    ap.add_argument("--symmetry", action="store_true", help="bmc asks the first depths one state per orbit")
     ap.add_argument("--one", nargs=2, metavar=("NAME", "ENGINE"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.one:
-        print(json.dumps(_one(args.one[0], args.one[1], args.timeout, args.solver, not args.every_order)))
+        print(json.dumps(_one(args.one[0], args.one[1], args.timeout, args.solver, not args.every_order,
+                              args.symmetry)))
         return 0
     engines = ("check", "bmc") if args.engine == "both" else (args.engine,)
     for name in args.names or CONFIGS:
         for engine in engines:
             cmd = [sys.executable, __file__, "--one", name, engine, "--timeout", str(args.timeout),
-                   "--solver", args.solver] + (["--every-order"] if args.every_order else [])
+                   "--solver", args.solver] + (["--every-order"] if args.every_order else []) + (
+                       ["--symmetry"] if args.symmetry else [])
             started = time.perf_counter()
             try:
                 out = subprocess.run(cmd, capture_output=True, text=True,
