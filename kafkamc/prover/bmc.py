@@ -15,7 +15,10 @@ depth, the solver is asked at depths 0, 1, 2, ... whether a state violating an i
 reachable: the first depth where one is gives a shortest counterexample, of the breadth-first
 length. "None within K steps" is a statement about every path of at most K steps. With a range
 for every int at every depth (``ranges.py``) the question is bit-blasted (Z3's QF_FD, one
-incremental SAT solver per run); otherwise it is QF_LIA, a fresh solver per question.
+incremental SAT solver per run); otherwise it is QF_LIA, a fresh solver per question. Of two
+adjacent steps that commute, one order is left out (``commute.py``), and with ``symmetry`` the
+first depths are asked through one state per orbit (``_Unrolling._chosen_levels``): both keep the
+states of every depth, up to renaming for the second, so every answer is the same.
 
 Exactness: the domain bounds the relation's states, so at every depth the solver is also asked
 whether a reachable expanded state has a successor outside the domain, or makes a spec function
