@@ -33,18 +33,15 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import z3
-from z3 import z3core
 
 from kafkamc.checker.symbolic import Budget, Explorer, SymBool, SymInt, SymSet
 from kafkamc.checker.symbolic.context import isolated
 from kafkamc.checker.symbolic.state import member
-from kafkamc.checker.symbolic.values import as_arith, as_bool, fast_and, fast_not, fast_or
+from kafkamc.checker.symbolic.values import as_arith, as_bool, fast_and, fast_not, fast_or, substituted
 from kafkamc.errors import SymbolicUnsupported
 from kafkamc.spec.api import Params
 
 __all__ = ["Skeletons", "Skeleton", "abstract", "substitute"]
-
-_CTX = z3.main_ctx()
 
 
 class _NoSkeleton(Exception):
@@ -141,12 +138,7 @@ def _template(key: Any) -> tuple[tuple[Any, ...], list[z3.ExprRef]]:
 
 def substitute(formula: z3.BoolRef, variables: list[z3.ExprRef], terms: list[z3.ExprRef]) -> z3.BoolRef:
     """``formula`` with each variable replaced by its term, in one Z3 call."""
-    n = len(variables)
-    if n == 0:
-        return formula
-    src = (z3.Ast * n)(*(v.as_ast() for v in variables))
-    dst = (z3.Ast * n)(*(t.as_ast() for t in terms))
-    return z3.BoolRef(z3core.Z3_substitute(_CTX.ref(), formula.as_ast(), n, src, dst), _CTX)
+    return substituted(formula, list(zip(variables, terms)))
 
 
 @dataclass(slots=True)
