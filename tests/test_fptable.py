@@ -143,3 +143,51 @@ def test_column_grows_in_place_by_an_eighth():
         col[100_000]
     col.set_length(10)
     assert len(col) == 10 and col.values().tolist() == list(range(10))
+
+
+class Stop(BaseException):
+    pass
+
+
+class Interrupted(FingerprintTable):
+    """A table whose ``countdown``-th probing round is interrupted, before or after it writes the
+    slots: as the memory guard's stop, raised from a signal handler, lands anywhere."""
+
+    def __init__(self, capacity: int, countdown: int, after: bool) -> None:
+        super().__init__(capacity)
+        self.countdown, self.after = countdown, after
+
+    def _probe(self, *args, **kwargs):
+        self.countdown -= 1
+        if self.countdown == 0 and not self.after:
+            raise Stop
+        out = super()._probe(*args, **kwargs)
+        if self.countdown == 0:
+            raise Stop
+        return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(KEYS, max_size=300), min_size=1, max_size=10), st.integers(0, 3000),
+       st.integers(1, 12), st.booleans())
+def test_an_interrupted_insertion_or_growth_leaves_the_table_as_before_it(batches, capacity, countdown, after):
+    # The local engine reads the table after a stop (its size for the result, its fingerprints
+    # for a checkpoint); a run resumed from that checkpoint goes on inserting and looking up.
+    table = Interrupted(capacity, countdown, after)
+    d: dict[int, int] = {}
+    for batch in batches:
+        try:
+            new = table.insert(np.array(batch, dtype=np.int64))
+        except Stop:
+            assert len(table) == len(d) and table.nbytes > 0
+            assert table.fingerprints().tolist() == list(d)
+            assert table.index(np.array(batch, dtype=np.int64)).tolist() == [d.get(k, -1) for k in batch]
+            # Resumed: the same successors again.
+            new = table.insert(np.array(batch, dtype=np.int64))
+        assert new.tolist() == insert_like_a_dict(d, batch)
+    table.countdown = -1
+    keys = np.array(list(d), dtype=np.int64)
+    assert table.index(keys).tolist() == list(d.values())
+    more = [k for k in (-7, 12345, 2**62, 3, 4) if k not in d]
+    assert not table.contains(np.array(more, dtype=np.int64)).any()
+    assert table.insert(np.array(more, dtype=np.int64)).all()

@@ -42,6 +42,7 @@ _MIN_BITS = 12
 # CPython hashes of small ints, which are the ints themselves.
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _FILE = "fingerprints.npy"
+_NO_SLOTS = np.zeros(0, dtype=np.int32)
 # Loading, rebuilding and large insertions take this many fingerprints at a time: the probing
 # needs about 80 bytes of scratch a key (positions, provisional ids, gathered fingerprints), which
 # for a level's candidates at 10^8 states (tens of millions a shard) was the largest transient of
@@ -52,7 +53,7 @@ _LOAD_BATCH = 1 << 20
 class FingerprintTable:
     """A set of int64 fingerprints, each with its dense index in insertion order."""
 
-    __slots__ = ("_fps", "_slots", "_bits")
+    __slots__ = ("_fps", "_slots", "_bits", "_stale")
 
     def __init__(self, capacity: int = 0) -> None:
         """``capacity``: fingerprints to make room for up front (the table grows as needed)."""
@@ -61,6 +62,10 @@ class FingerprintTable:
         while (1 << self._bits) * MAX_LOAD[0] < MAX_LOAD[1] * capacity:
             self._bits += 1
         self._slots = np.full(1 << self._bits, _EMPTY, dtype=np.int32)
+        # While the slots are being written they index the column only in part: an exception
+        # then (the memory guard's stop is raised wherever the run is) leaves them stale, and they
+        # are rebuilt from the column, whose first len() entries are always whole, before next use.
+        self._stale = False
 
     def __len__(self) -> int:
         return len(self._fps)
@@ -100,6 +105,7 @@ class FingerprintTable:
             raise EngineError(f"the fingerprint table holds at most {MAX_STATES:,} distinct states; this run needs "
                               "more (bound it with --max-states)")
         self._room(n + m)
+        self._stale = True
         # Scratch past the last index: batch position j is provisionally index n + j, so that a
         # later duplicate in the same batch finds it like any stored fingerprint.
         fps = self._fps.reserve(n + m)
@@ -126,6 +132,7 @@ class FingerprintTable:
         new[firsts] = True
         fps[n:n + len(firsts)] = keys[firsts]
         self._fps.set_length(n + len(firsts))
+        self._stale = False
         return new
 
     def index(self, keys: np.ndarray) -> np.ndarray:
@@ -133,6 +140,8 @@ class FingerprintTable:
         keys = np.ascontiguousarray(keys, dtype=np.int64)
         if len(keys) == 0:
             return np.zeros(0, dtype=np.int64)
+        if self._stale:
+            self._rebuild(self._bits)
         found, _ = self._probe(keys, None, self._fps.reserve(0), claim=False)
         return found
 
@@ -190,16 +199,19 @@ class FingerprintTable:
 
     def _room(self, total: int) -> None:
         """Double the slots (rebuilt from the column) until ``total`` keys fill at most
-        ``MAX_LOAD`` of them."""
+        ``MAX_LOAD`` of them; rebuild stale ones."""
         bits = self._bits
         num, den = MAX_LOAD
         while (1 << bits) * num < den * total:
             bits += 1
-        if bits == self._bits:
-            return
+        if bits != self._bits or self._stale:
+            self._rebuild(bits)
+
+    def _rebuild(self, bits: int) -> None:
         n = len(self._fps)
+        self._stale = True
         self._bits = bits
-        self._slots = None  # type: ignore[assignment]  # freed before the larger one is allocated
+        self._slots = _NO_SLOTS  # the old ones freed before the larger ones are allocated
         self._slots = np.full(1 << bits, _EMPTY, dtype=np.int32)
         fps = self._fps.reserve(0)
         # In batches: probing all n at once would need about 40 bytes of scratch per state, at
@@ -210,6 +222,7 @@ class FingerprintTable:
             found, _ = self._probe(fps[start:end].copy(), ids, fps, claim=True)
             if not np.array_equal(found, ids):  # every stored fingerprint is distinct
                 raise AssertionError("fingerprint table: a stored fingerprint is duplicated")
+        self._stale = False
 
     def save(self, directory: str | os.PathLike[str]) -> Path:
         """Write the fingerprints, in index order, to ``directory/fingerprints.npy`` (the slots

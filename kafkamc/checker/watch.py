@@ -141,7 +141,7 @@ class Watch:
         self.tick = min(tick, every)
         self.probe: Callable[[], LevelStats | None] | None = None
         self.workers: Callable[[], Iterable[int]] = lambda: ()
-        self._armed = False  # ticks act (until the guard has fired)
+        self._armed = False  # ticks act (until the guard's stop is taken)
         self._installed = False  # the timer runs and the handler is ours
         self._saved: Any = None
         self._last_line = 0.0
@@ -151,6 +151,7 @@ class Watch:
         self.detail = ""
         self._pss_at = -PSS_EVERY
         self._pss = 0
+        self._stop: Stopped | None = None
 
     def annotate(self, result: CheckResult) -> CheckResult:
         """The result, with what the memory guard saw if it stopped the run."""
@@ -223,6 +224,13 @@ class Watch:
     def _on_tick(self, signum: int, frame: Any) -> None:
         if not self._armed or self._busy:
             return
+        if self._stop is not None:
+            # Raised where Python drops exceptions (a ``__del__``, a weakref or gc callback), the
+            # stop is raised again until a run takes it (``stop_reason``).
+            if self._stop in _unhonoured:
+                raise self._stop
+            self._armed = False
+            return
         self._busy = True
         try:
             self._check()
@@ -245,9 +253,10 @@ class Watch:
                 used = self._pss = pss(pids)
                 self._pss_at = now
                 if used > self.max_memory:
-                    self._armed = False
                     self.detail = f"{format_size(used)} in use, limit {format_size(self.max_memory)}"
-                    raise Stopped(MAX_MEMORY, self.detail)
+                    self._stop = Stopped(MAX_MEMORY, self.detail)
+                    _unhonoured[:] = [self._stop]
+                    raise self._stop
         now = time.monotonic()
         if self._progress is not None and self.probe is not None and now - self._last_line >= self.every:
             stats = self.probe()
