@@ -28,6 +28,7 @@ import z3
 
 from kafkamc.checker.symbolic import Budget, Explorer, PathLimit, SolverUnknown, SymBool, SymInt, concretize, guarded
 from kafkamc.checker.symbolic.interrupt import interruptible_check
+from kafkamc.checker.symbolic.state import rebuilt
 from kafkamc.checker.symbolic.values import as_arith, fast_and, fast_not, fast_or
 from kafkamc.checker.watch import raise_pending_stop, stop_reason
 from kafkamc.errors import KafkamcError, SoundnessError, SymbolicUnsupported
@@ -111,14 +112,7 @@ def _leaf_terms(v: Any) -> list[z3.ExprRef]:
 
 def _fix_bools(v: Any, values: dict[int, bool]) -> Any:
     """``v`` with each symbolic bool replaced by ``values[id(it)]``."""
-    if isinstance(v, SymBool):
-        return values[id(v)]
-    if isinstance(v, tuple):
-        return tuple(_fix_bools(x, values) for x in v)
-    if dataclasses.is_dataclass(v) and not isinstance(v, type):
-        fields = [f for f in dataclasses.fields(v) if f.init]
-        return type(v)(**{f.name: _fix_bools(getattr(v, f.name), values) for f in fields})
-    return v
+    return rebuilt(v, lambda x: values[id(x)] if isinstance(x, SymBool) else x)
 
 
 def _split(solver: z3.Solver, pc: z3.BoolRef, post: Any) -> list[tuple[z3.BoolRef, Any]]:

@@ -16,7 +16,6 @@ found again concretely and reported as ``check`` reports it).
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -25,6 +24,7 @@ import z3
 
 from kafkamc.checker.symbolic import Budget, Explorer, SolverUnknown, SymBool, SymInt, guarded
 from kafkamc.checker.symbolic.context import current
+from kafkamc.checker.symbolic.state import rebuilt
 from kafkamc.checker.symbolic.values import fast_and, fast_or, fast_simplify
 from kafkamc.checker.watch import raise_pending_stop
 from kafkamc.errors import KafkamcError, SymbolicUnsupported
@@ -318,22 +318,15 @@ def _fix(value: Any, fixed: dict[z3.ExprRef, Any]) -> Any:
     """``value`` with each leaf whose variable is in ``fixed`` made that concrete value."""
     if not fixed:
         return value
-    if isinstance(value, SymInt):
-        for v, x in fixed.items():
-            if value.z.eq(v):
-                return value.enum(x) if value.enum is not None else x
-        return value
-    if isinstance(value, SymBool):
-        for v, x in fixed.items():
-            if value.z.eq(v):
-                return x
-        return value
-    if isinstance(value, tuple):
-        return tuple(_fix(x, fixed) for x in value)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields = [f for f in dataclasses.fields(value) if f.init]
-        return type(value)(**{f.name: _fix(getattr(value, f.name), fixed) for f in fields})
-    return value
+
+    def leaf(x: Any) -> Any:
+        if isinstance(x, (SymInt, SymBool)):
+            for v, c in fixed.items():
+                if x.z.eq(v):
+                    return x.enum(c) if isinstance(x, SymInt) and x.enum is not None else c
+        return x
+
+    return rebuilt(value, leaf)
 
 
 def catching(fn: Any, raised: list[z3.BoolRef]) -> Any:

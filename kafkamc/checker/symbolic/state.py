@@ -18,7 +18,7 @@ from kafkamc.checker.symbolic.sets import SymSet, as_members
 from kafkamc.checker.symbolic.values import SymBool, SymInt, as_arith, as_bool, is_symbolic
 from kafkamc.spec import domain as d
 
-__all__ = ["build", "shapes", "fixed", "member", "concretize", "int_terms", "lex_le", "equal"]
+__all__ = ["build", "shapes", "fixed", "member", "concretize", "rebuilt", "int_terms", "lex_le", "equal"]
 
 # ``choose(n, what)`` picks one of ``n`` concrete alternatives (a bag length, a subset).
 Chooser = Callable[[int, str], int]
@@ -212,32 +212,34 @@ def member(dom: d.Domain, value: Any) -> z3.BoolRef:
     raise TypeError(f"not a domain: {dom!r}")
 
 
+def rebuilt(value: Any, leaf: Callable[[Any], Any]) -> Any:
+    """``value`` with each leaf (what is not a tuple, list or dataclass record) replaced by
+    ``leaf(it)``; a record none of whose fields changed is ``value``'s own."""
+    if isinstance(value, tuple):
+        return tuple(rebuilt(v, leaf) for v in value)
+    if isinstance(value, list):
+        return [rebuilt(v, leaf) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        names = [f.name for f in dataclasses.fields(value) if f.init]
+        old = [getattr(value, n) for n in names]
+        new = [rebuilt(v, leaf) for v in old]
+        if all(a is b for a, b in zip(old, new)):
+            return value
+        return type(value)(**dict(zip(names, new)))
+    return leaf(value)
+
+
 def concretize(value: Any, model: Any) -> Any:
     """The concrete value ``model`` gives ``value`` (enum-typed ints become their enum)."""
-    if isinstance(value, SymInt):
-        v = model.eval(value.z, model_completion=True).as_long()
-        return value.enum(v) if value.enum is not None else v
-    if isinstance(value, SymBool):
-        return z3.is_true(model.eval(value.z, model_completion=True))
-    if isinstance(value, SymSet):
-        return frozenset(e for e, b in zip(value.elems, value.bits) if z3.is_true(model.eval(b, model_completion=True)))
-    if isinstance(value, tuple):
-        return tuple(concretize(v, model) for v in value)
-    if isinstance(value, list):
-        return [concretize(v, model) for v in value]
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields = [f for f in dataclasses.fields(value) if f.init]
-        if not any(_has_symbolic(getattr(value, f.name)) for f in fields):
-            return value
-        return type(value)(**{f.name: concretize(getattr(value, f.name), model) for f in fields})
-    return value
 
+    def leaf(v: Any) -> Any:
+        if isinstance(v, SymInt):
+            x = model.eval(v.z, model_completion=True).as_long()
+            return v.enum(x) if v.enum is not None else x
+        if isinstance(v, SymBool):
+            return z3.is_true(model.eval(v.z, model_completion=True))
+        if isinstance(v, SymSet):
+            return frozenset(e for e, b in zip(v.elems, v.bits) if z3.is_true(model.eval(b, model_completion=True)))
+        return v
 
-def _has_symbolic(value: Any) -> bool:
-    if is_symbolic(value) or isinstance(value, SymSet):
-        return True
-    if isinstance(value, (tuple, list)):
-        return any(_has_symbolic(v) for v in value)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return any(_has_symbolic(getattr(value, f.name)) for f in dataclasses.fields(value))
-    return False
+    return rebuilt(value, leaf)
