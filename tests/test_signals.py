@@ -403,3 +403,38 @@ def test_a_stop_lost_in_a_gc_callback_is_raised_again(capsys):
     assert fired and got == "terminated"
     assert time.monotonic() - started < 2
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_stop_wrapped_by_ctypes_in_a_finalizer_is_not_reported(monkeypatch):
+    """Z3's ``AstRef.__del__`` calls C through ctypes; a SIGTERM whose handler runs while ctypes
+    converts an argument becomes ``ctypes.ArgumentError`` there (CI once saw its "Exception
+    ignored ... Traceback" under a bmc run's SIGTERM). It is the stop: not printed, and the stop
+    still comes again."""
+    import ctypes
+
+    from kafkamc.checker.watch import stop_reason, termination_signals
+
+    class Argument:
+        @property
+        def _as_parameter_(self):
+            signal.raise_signal(signal.SIGTERM)
+            time.sleep(0.01)  # the handler runs here, inside ctypes' conversion
+            return 0
+
+    class Ast:
+        def __del__(self):
+            ctypes.CDLL(None).labs(Argument())
+
+    reported = []
+    monkeypatch.setattr(sys, "unraisablehook", reported.append)
+    got = None
+    with termination_signals():
+        Ast()
+        started = time.monotonic()
+        try:
+            while time.monotonic() - started < 5:
+                time.sleep(0.01)
+        except Stopped as exc:
+            got = stop_reason(exc)
+    assert got == "terminated" and time.monotonic() - started < 2
+    assert reported == []

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import sys
@@ -107,7 +108,10 @@ def termination_signals() -> Iterator[None]:
         raise stop
 
     def unraisable(info: Any) -> None:
-        if not isinstance(info.exc_value, Stopped):
+        # Z3's ``__del__`` calls C through ctypes, which wraps a handler's exception that lands
+        # in its argument conversion in ``ctypes.ArgumentError``: that one is the stop too.
+        exc = info.exc_value
+        if not (isinstance(exc, Stopped) or (_unhonoured and isinstance(exc, ctypes.ArgumentError))):
             old_hook(info)
 
     old_hook = sys.unraisablehook
