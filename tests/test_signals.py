@@ -301,9 +301,9 @@ class SlowStart(Tree):
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_a_stop_dropped_in_a_finalizer_is_raised_again():
+    # Without the second raise the run goes on to its end (8 s unloaded) and says ok.
     result = explore(SlowStart(depth=21), max_memory=1 << 20)
     assert result.result == "incomplete" and result.reason == "max-memory", (result.result, result.seconds)
-    assert result.seconds < 5
 
 
 @pytest.mark.parametrize("text, value", [("800M", 800 << 20), ("4G", 4 << 30), ("1.5GiB", 3 << 29), ("2048k", 2 << 20),
@@ -432,9 +432,9 @@ def test_a_stop_wrapped_by_ctypes_in_a_finalizer_is_not_reported(monkeypatch):
         Ast()
         started = time.monotonic()
         try:
-            while time.monotonic() - started < 5:
+            while time.monotonic() - started < 30:
                 time.sleep(0.01)
         except Stopped as exc:
             got = stop_reason(exc)
-    assert got == "terminated" and time.monotonic() - started < 2
+    assert got == "terminated"
     assert reported == []
