@@ -138,6 +138,9 @@ class _Pairs:
         self._both: dict[tuple[int, int], tuple[z3.BoolRef, dict[str, tuple[int, z3.ExprRef]]]] = {}
         self._ctx = z3.main_ctx()
         self._x_ids = {k: (_id(v), v) for k, v in x.items()}
+        # a2(b2(x)) = b(a(x)) on one key, by the two terms' ids: most recur across the swaps of
+        # many pairs. None: two different numerals, which no state makes equal.
+        self._eqs: dict[tuple[int, int], z3.BoolRef | None] = {}
 
     def _en(self, s: _Step) -> z3.BoolRef:
         if s.index not in self._enabled:
@@ -160,11 +163,25 @@ class _Pairs:
                                {k: (_id(t), t) for k, t in out.items()})
         return self._both[key]
 
+    def _same(self, t: tuple[int, z3.ExprRef], t2: tuple[int, z3.ExprRef]) -> z3.BoolRef | None:
+        key = (t[0], t2[0])
+        if key in self._eqs:
+            return self._eqs[key]
+        ctx = self._ctx.ref()
+        a, b = t[1].as_ast(), t2[1].as_ast()
+        if z3core.Z3_is_numeral_ast(ctx, a) and z3core.Z3_is_numeral_ast(ctx, b):
+            # Hash-consed: numerals of one sort with different ids differ in value.
+            eq = None
+        else:
+            eq = z3.BoolRef(z3core.Z3_mk_eq(ctx, a, b), self._ctx)
+        self._eqs[key] = eq
+        return eq
+
     def of_shape(self, shape: int) -> tuple[list[tuple[int, int]], int]:
         """The forbidden pairs whose first move is of ``shape``, and how many were asked. A fresh
         solver per shape and a resource limit (not a time limit): the same answers on every run,
         for any number of workers, at any load."""
-        by_shape, xs, ctx = self.by_shape, self._x_ids, self._ctx.ref()
+        by_shape, xs, same_as = self.by_shape, self._x_ids, self._same
         solver = z3.SolverFor("QF_LIA")
         solver.set("rlimit", _CHECK_RLIMIT)
         forbidden: list[tuple[int, int]] = []
@@ -186,10 +203,11 @@ class _Pairs:
                 options = []
                 for b2, a2 in swaps:
                     taken2, final2 = self._then(b2, a2)
-                    same = [z3.BoolRef(z3core.Z3_mk_eq(ctx, t[1].as_ast(), t2[1].as_ast()), self._ctx)
-                            for k in sorted(final.keys() | final2.keys())
+                    same = [same_as(t, t2) for k in sorted(final.keys() | final2.keys())
                             if (t := final.get(k) or xs[k])[0] != (t2 := final2.get(k) or xs[k])[0]]
-                    options.append(fast_and([taken2] + same))
+                    if None not in same:
+                        options.append(fast_and([taken2] + same))
+                # With no option left, what is asked is whether ``a`` then ``b`` is ever taken.
                 solver.push()
                 solver.add(taken, z3.Not(fast_or(options)))
                 checked += 1
