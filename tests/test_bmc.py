@@ -539,3 +539,36 @@ def test_an_empty_range_of_an_empty_shape_bounds_nothing():
     for solver in ("fd", "lia"):
         result = bmc(spec, list(spec.properties()), 4, solver=solver)
         assert result.result == "violation" and len(result.trace) == len(bfs.trace) == 3, solver
+
+
+@pytest.mark.parametrize("nth", [1, 3000, 30000])
+def test_a_sigterm_inside_z3s_argument_conversion_ends_bmc_as_incomplete(nth):
+    # Z3's ctypes calls run Python (``from_param``) for every argument; a stop raised there comes
+    # out of the call as ctypes.ArgumentError. It is the stop: incomplete, never a crash (exit 1,
+    # the code of a violation).
+    from kafkamc.checker.watch import termination_signals
+
+    seen = [0]
+
+    def tracer(frame, event, arg):
+        if frame.f_code.co_name == "from_param" and frame.f_code.co_filename.endswith("z3types.py"):
+            up, finalizing = frame.f_back, False
+            for _ in range(3):
+                finalizing = finalizing or (up is not None and up.f_code.co_name == "__del__")
+                up = up.f_back if up is not None else None
+            if not finalizing:  # in a __del__ Python drops it, and the stop comes again later
+                seen[0] += 1
+                if seen[0] == nth:
+                    sys.settrace(None)
+                    signal.raise_signal(signal.SIGTERM)
+        return None
+
+    spec = Pairs()
+    with termination_signals():
+        sys.settrace(tracer)
+        try:
+            result = bmc(spec, [spec.property_named("bmc-sum-small")], 6)
+        finally:
+            sys.settrace(None)
+    assert seen[0] >= nth
+    assert result.result == "incomplete" and result.reason == "terminated", (result.result, result.reason)

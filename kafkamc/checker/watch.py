@@ -27,7 +27,7 @@ from kafkamc.checker.resources import format_size, pss, rss
 from kafkamc.result import CheckResult, LevelStats
 
 __all__ = [
-    "Stopped", "stop_reason", "raise_pending_stop", "termination_signals", "Watch", "PROGRESS_EVERY", "INTERRUPTED", "TERMINATED",
+    "Stopped", "stop_reason", "is_stop", "STOPS", "raise_pending_stop", "termination_signals", "Watch", "PROGRESS_EVERY", "INTERRUPTED", "TERMINATED",
     "MAX_MEMORY",
 ]
 
@@ -61,9 +61,25 @@ REDELIVER_EVERY = 0.5
 
 
 def stop_reason(exc: BaseException) -> str:
-    """The incomplete run's reason for ``exc``; whoever asks has taken the stop."""
+    """The incomplete run's reason for ``exc`` (a stop, or what wrapped one: ``is_stop``); whoever
+    asks has taken the stop."""
+    pending = _unhonoured[:1]
     _unhonoured.clear()
-    return exc.reason if isinstance(exc, Stopped) else INTERRUPTED
+    if isinstance(exc, Stopped):
+        return exc.reason
+    if pending and not isinstance(exc, KeyboardInterrupt):
+        return pending[0].reason
+    return INTERRUPTED
+
+
+def is_stop(exc: BaseException) -> bool:
+    """Whether ``exc`` ends the run from outside: a stop, or the ``ctypes.ArgumentError`` that Z3's
+    ctypes calls make of a stop raised while they convert an argument (see raise_pending_stop).
+    An engine catches ``STOPS`` and re-raises what this says is not a stop."""
+    return isinstance(exc, KeyboardInterrupt) or (bool(_unhonoured) and isinstance(exc, ctypes.ArgumentError))
+
+
+STOPS = (KeyboardInterrupt, ctypes.ArgumentError)
 
 
 def raise_pending_stop(exc: BaseException) -> None:
@@ -110,8 +126,11 @@ def termination_signals() -> Iterator[None]:
     def unraisable(info: Any) -> None:
         # Z3's ``__del__`` calls C through ctypes, which wraps a handler's exception that lands
         # in its argument conversion in ``ctypes.ArgumentError``: that one is the stop too.
+        # One that lands in a Z3 object's ``__init__`` before it holds its handle leaves a
+        # ``__del__`` that raises AttributeError: that one is a stop's too.
         exc = info.exc_value
-        if not (isinstance(exc, Stopped) or (_unhonoured and isinstance(exc, ctypes.ArgumentError))):
+        if not (isinstance(exc, Stopped) or (_unhonoured and isinstance(exc, ctypes.ArgumentError))
+                or (isinstance(exc, AttributeError) and getattr(info.object, "__module__", "") == "z3.z3")):
             old_hook(info)
 
     old_hook = sys.unraisablehook

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Sequence
 
-from kafkamc.checker.watch import stop_reason
+from kafkamc.checker.watch import STOPS, is_stop, raise_pending_stop, stop_reason
 from kafkamc.result import DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult
 from kafkamc.counterexamples.proof import cti_check_result, proof_to_json, render_proof
 from kafkamc.counterexamples.render import render_summary, render_trace, result_to_json
@@ -748,6 +748,7 @@ def run_check(check: Check) -> Outcome:
         return Outcome(check, ERROR, None, time.perf_counter() - started,
                        error=f"{type(exc).__name__}: {printable(str(exc))}")
     except Exception as exc:  # a bug in an engine or spec: report it and go on with the others
+        raise_pending_stop(exc)
         tb = traceback.format_exc(limit=-3)
         return Outcome(check, ERROR, None, time.perf_counter() - started,
                        error=f"{type(exc).__name__}: {exc}\n{tb}")
@@ -773,6 +774,7 @@ def _run_proof_check(check: Check, started: float) -> Outcome:
         return Outcome(check, ERROR, None, time.perf_counter() - started,
                        error=f"{type(exc).__name__}: {printable(str(exc))}")
     except Exception as exc:
+        raise_pending_stop(exc)
         tb = traceback.format_exc(limit=-3)
         return Outcome(check, ERROR, None, time.perf_counter() - started,
                        error=f"{type(exc).__name__}: {exc}\n{tb}")
@@ -976,7 +978,9 @@ def run_gate(config: GateConfig, checks: list[Check], *, out_dir: str | None = N
         else:
             try:
                 outcome = run_check(check)
-            except KeyboardInterrupt as exc:
+            except STOPS as exc:
+                if not is_stop(exc):
+                    raise
                 stop_reason(exc)  # taken here: the gate stops (see termination_signals)
                 outcome = Outcome(check, ERROR, None, 0.0, error="interrupted (Ctrl-C)")
             if (outcome.result is not None and outcome.result.reason in ("interrupted", "terminated")) or (

@@ -38,7 +38,7 @@ from kafkamc.checker.resources import cpu_seconds
 from kafkamc.checker.symbolic import Budget, PathLimit, SolverUnknown, concretize
 from kafkamc.checker.symbolic.interrupt import interruptible_check
 from kafkamc.checker.symbolic.values import fast_and, fast_not, fast_or, substituted
-from kafkamc.checker.watch import raise_pending_stop, stop_reason
+from kafkamc.checker.watch import STOPS, is_stop, raise_pending_stop, stop_reason
 from kafkamc.errors import SoundnessError, SymbolicUnsupported, UsageError
 from kafkamc.invariants.api import Property
 from kafkamc.prover.bmc_context import bmc_in_context
@@ -350,7 +350,9 @@ def bmc(spec: Spec, invariants: Sequence[Property], depth: int, *, timeout: floa
     except (SolverUnknown, PathLimit) as exc:
         why = "the time limit was reached" if time.monotonic() >= budget.deadline else f"solver: {exc}"
         return incomplete(spec, props, started, reached, limit_reason(exc, budget.deadline), why, _stats(un, budget))
-    except KeyboardInterrupt as exc:
+    except STOPS as exc:
+        if not is_stop(exc):
+            raise
         return incomplete(spec, props, started, reached, stop_reason(exc), None, _stats(un, budget))
     return incomplete(spec, props, started, reached, "max-depth", None, _stats(un, budget))
 

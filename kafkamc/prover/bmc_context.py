@@ -30,7 +30,7 @@ from kafkamc.checker.symbolic import Budget, Explorer, PathLimit, SolverUnknown,
 from kafkamc.checker.symbolic.interrupt import interruptible_check
 from kafkamc.checker.symbolic.state import rebuilt
 from kafkamc.checker.symbolic.values import as_arith, fast_and, fast_not, fast_or
-from kafkamc.checker.watch import raise_pending_stop, stop_reason
+from kafkamc.checker.watch import STOPS, is_stop, raise_pending_stop, stop_reason
 from kafkamc.errors import KafkamcError, SoundnessError, SymbolicUnsupported
 from kafkamc.invariants.api import Property
 from kafkamc.prover import witness
@@ -431,7 +431,9 @@ def bmc_in_context(spec: Spec, props: tuple[Property, ...], depth: int, *, timeo
     except (SolverUnknown, PathLimit) as exc:
         why = "the time limit was reached" if time.monotonic() >= budget.deadline else f"solver: {exc}"
         return witness.incomplete(spec, props, started, reached, witness.limit_reason(exc, budget.deadline), why, _stats(un, budget))
-    except KeyboardInterrupt as exc:
+    except STOPS as exc:
+        if not is_stop(exc):
+            raise
         return witness.incomplete(spec, props, started, reached, stop_reason(exc), None, _stats(un, budget))
     return witness.incomplete(spec, props, started, reached, "max-depth", None, _stats(un, budget))
 
