@@ -438,3 +438,40 @@ def test_a_stop_wrapped_by_ctypes_in_a_finalizer_is_not_reported(monkeypatch):
             got = stop_reason(exc)
     assert got == "terminated"
     assert reported == []
+
+
+def _stop_once(real):
+    calls = []
+
+    def stopped_first(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise Stopped(MAX_MEMORY, "in the test")
+        return real(*args, **kwargs)
+
+    return stopped_first
+
+
+def test_a_stop_while_a_violation_is_replayed_still_reports_it(monkeypatch):
+    import kafkamc.checker.local as local
+    from kafkamc.spec.registry import build_spec, select_properties
+
+    spec = build_spec("toyspecs:Ladder", {"width": 50, "rungs": 6, "top": True})
+    props = select_properties(type(spec), ["rung-below-top"])
+    monkeypatch.setattr(local, "checked_replay", _stop_once(local.checked_replay))
+    result = explore(spec, props)
+    assert result.result == "violation" and result.violated == "rung-below-top" and len(result.trace) == 7
+
+
+def test_a_stop_while_the_workers_give_a_violations_path_is_incomplete_and_says_so(monkeypatch):
+    import kafkamc.checker.multicore as multicore
+    from kafkamc.counterexamples.render import render_summary
+    from kafkamc.spec.registry import build_spec, select_properties
+
+    spec = build_spec("toyspecs:Ladder", {"width": 50, "rungs": 6, "top": True})
+    props = select_properties(type(spec), ["rung-below-top"])
+    monkeypatch.setattr(multicore, "_path", _stop_once(multicore._path))
+    result = explore_multicore(spec, props, workers=2, fork_threshold=40)
+    assert result.result == "incomplete" and result.reason == "max-memory" and result.violated == "rung-below-top"
+    assert "rung-below-top fails on a state explored" in render_summary(result)
+    assert "no violation" not in render_summary(result)

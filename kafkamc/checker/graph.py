@@ -187,8 +187,9 @@ def _build(
                                     broken.append(pname)
                             if broken and built.violated is None:
                                 # Before the successor's invariants, in the order explore checks them.
-                                built.violated, built.bad_index, built.bad_step = broken[0], sid, i
-                                built.bad_target = kt
+                                # One assignment: a stop between two would leave a finding with
+                                # no target, replayed as a spec that is not deterministic.
+                                built.violated, built.bad_index, built.bad_step, built.bad_target = broken[0], sid, i, kt
                             if kt not in index:
                                 if fpr.validating:
                                     fpr.check(t)

@@ -423,6 +423,11 @@ def _explore(
                 done.discard()
     except KeyboardInterrupt as exc:
         reason = stop_reason(exc)
+        if violated is not None:
+            # Stopped while the trace of a violation found was replayed: replayed again (a walk
+            # of its length), the run's answer is the violation.
+            reason = None
+            return result(VIOLATION)
         stopped = result(INCOMPLETE)
         if checkpoint is not None and mark is not None:
             try:

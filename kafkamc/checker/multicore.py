@@ -540,16 +540,18 @@ def _explore_multicore(
                 depth += 1
             if progress:
                 progress(LevelStats(depth, distinct, generated, sum(sizes), time.perf_counter() - started))
+            # The path and what its states must be are set in one assignment, once whole: a stop
+            # handler that sees a path replays it.
             if dead is not None:
                 violated = DEADLOCK
-                bad_path, chain = _path(handles, dead)
-                bad_expected = _expected(chain, None)
+                path, chain = _path(handles, dead)
+                bad_expected, bad_path = _expected(chain, None), path
             elif found is not None:
                 violated = found[1]
-                bad_path, chain = _path(handles, found[2])
+                path, chain = _path(handles, found[2])
                 if found[3] is not None:  # an action property: the transition from the state found
-                    bad_path.append(found[3])
-                bad_expected = _expected(chain, found[4])
+                    path.append(found[3])
+                bad_expected, bad_path = _expected(chain, found[4]), path
             if violated is not None:
                 assert bad_path is not None
                 depth = max(depth, len(bad_path))
@@ -565,6 +567,12 @@ def _explore_multicore(
                                            tuple(h.cpu - c for h, c in zip(handles, wcpu0) if h.pid is not None)))
     except KeyboardInterrupt as exc:
         reason = stop_reason(exc)
+        if violated is not None and bad_path is not None:
+            # Stopped while the trace of a violation found was replayed: replayed again (a walk
+            # of its length), the run's answer is the violation. Stopped while its path was
+            # asked of the workers, it stays incomplete, its finding named (render.py).
+            reason = None
+            return result(VIOLATION)
         # The work done in the level cut short: successors generated so far (as the workers last
         # reported them, at most 256 states ago); their new states were not merged yet.
         generated += sum(g for _, g in (h.pending() for h in handles))

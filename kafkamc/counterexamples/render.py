@@ -475,7 +475,11 @@ def render_summary(result: CheckResult) -> str:
                "max-memory": "--max-memory reached"}.get(result.reason or "", result.reason or "bounded")
         if result.extra.get("stop_detail"):
             why += f": {result.extra['stop_detail']}"
-        verdict = f"incomplete ({why}): no violation of {checked} in the states explored; not exhaustive"
+        if result.violated is not None:
+            verdict = (f"incomplete ({why}): {result.violated} fails on a state explored; stopped before its "
+                       "trace was built (run again for it)")
+        else:
+            verdict = f"incomplete ({why}): no violation of {checked} in the states explored; not exhaustive"
     collision = f"fingerprint collision probability {_probability(result.fingerprint_collision_probability)}"
     return f"{head}\n{verdict}\n{stats}\n{collision} (optimistic, as TLC computes it)"
 
