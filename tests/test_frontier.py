@@ -133,3 +133,15 @@ def test_several_workers_with_a_frontier_on_disk_print_what_they_print_in_memory
     strip = lambda text: text.split('"seconds"')[0]  # noqa: E731 - the timing differs
     assert disk[0] == plain[0] == 1 and strip(disk[1]) == strip(plain[1])
     assert spilled and list(where.iterdir()) == []
+
+
+def test_a_level_sealed_again_after_a_stop_between_close_and_forget(tmp_path):
+    # A stop that lands just after the file's close: the stop handler reads the level again.
+    spec = build_spec("replication", {"model": "tla", "truncation": "kip320", "replicas": 2})
+    states = list(spec.initial()) * 100
+    with FrontierStore(1, tmp_path) as store:
+        level = store.new()
+        level.extend(states)
+        assert level.on_disk
+        level._file.close()
+        assert [s for chunk in level.chunks(7) for s in chunk] == states

@@ -475,3 +475,18 @@ def test_a_stop_while_the_workers_give_a_violations_path_is_incomplete_and_says_
     assert result.result == "incomplete" and result.reason == "max-memory" and result.violated == "rung-below-top"
     assert "rung-below-top fails on a state explored" in render_summary(result)
     assert "no violation" not in render_summary(result)
+
+
+def test_a_run_that_took_a_stop_is_not_stopped_again_by_the_memory_guard():
+    # Its last work (a stopped run's checkpoint, the largest write of the run) is not cut short.
+    from kafkamc.checker.watch import Watch, stop_reason
+
+    try:
+        with Watch(None, max_memory=1, tick=0.05):
+            try:
+                raise KeyboardInterrupt
+            except KeyboardInterrupt as exc:
+                assert stop_reason(exc) == "interrupted"
+                time.sleep(0.5)  # ten ticks over the limit
+    except Stopped as again:
+        pytest.fail(f"the memory guard stopped the stop handler's work: {again.reason}")

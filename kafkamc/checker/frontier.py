@@ -198,9 +198,12 @@ class Frontier:
     def seal(self) -> None:
         """The level is complete: close its file (before a fork, so that no process inherits
         unwritten buffered chunks, which each would write again when it ends)."""
-        if self._file is not None:
-            self._store.bytes_written += self._file.tell()
-            self._file.close()
+        f = self._file
+        if f is not None:
+            # Again after a stop that landed between the close and forgetting the file: done.
+            if not f.closed:
+                self._store.bytes_written += f.tell()
+                f.close()
             self._file = None
 
     def chunks(self, size: int) -> Iterator[list[Any]]:

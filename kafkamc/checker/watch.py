@@ -56,15 +56,20 @@ class Stopped(KeyboardInterrupt):
 
 # A stop raised from a signal handler and not yet taken by any run (see termination_signals).
 _unhonoured: list[Stopped] = []
+# The watches whose runs are going on (``Watch`` as a context manager).
+_watching: list["Watch"] = []
 # A stop that was raised where Python drops exceptions is raised again this often (seconds).
 REDELIVER_EVERY = 0.5
 
 
 def stop_reason(exc: BaseException) -> str:
     """The incomplete run's reason for ``exc`` (a stop, or what wrapped one: ``is_stop``); whoever
-    asks has taken the stop."""
+    asks has taken the stop. The memory guards go quiet: a run that took a stop is ending, and
+    its last work (a checkpoint of the stopped run, the largest write of all) is not stopped."""
     pending = _unhonoured[:1]
     _unhonoured.clear()
+    for watch in _watching:
+        watch.quiet()
     if isinstance(exc, Stopped):
         return exc.reason
     if pending and not isinstance(exc, KeyboardInterrupt):
@@ -194,7 +199,12 @@ class Watch:
     def pids(self) -> list[int]:
         return [os.getpid(), *self.workers()]
 
+    def quiet(self) -> None:
+        """No more stops and no more lines from this watch."""
+        self._armed = False
+
     def __enter__(self) -> "Watch":
+        _watching.append(self)
         self._last_line = time.monotonic()
         if ((self.max_memory is None and self._progress is None) or not hasattr(signal, "setitimer")
                 or threading.current_thread() is not threading.main_thread()):
@@ -206,6 +216,8 @@ class Watch:
 
     def __exit__(self, *exc: Any) -> None:
         self._armed = False
+        if self in _watching:
+            _watching.remove(self)
         if self._installed:
             # Timer first: a SIGALRM after the default action is back would kill the process.
             self._installed = False
