@@ -202,3 +202,20 @@ def test_deadlock_option_reports_a_walk_to_a_state_without_successors():
     assert r.trace.last == type(r.trace.last)(2, 2) and len(r.trace) - 1 == 4
     assert "deadlock" in r.invariants
     assert simulate(spec, runs=50, steps=20, seed=1, database=None).result == "no-violation-found"
+
+
+def test_a_stop_while_the_walk_is_tightened_reports_hypothesis_shrunk_walk(monkeypatch):
+    import kafkamc.checker.simulate as simulate_module
+    from kafkamc.checker.watch import Stopped
+
+    def stopped(*args, **kwargs):
+        raise Stopped("terminated")
+
+    monkeypatch.setattr(simulate_module, "tighten", stopped)
+    spec = build_spec("replication", VARIANT)
+    try:
+        r = simulate(spec, runs=300, steps=30, seed=SEED, database=None)
+    except Stopped:
+        pytest.fail("the violation found was lost with the stop")
+    assert r.result == "violation" and r.trace is not None
+    assert len(r.trace) - 1 == r.extra["shrunk_steps"]

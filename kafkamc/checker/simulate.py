@@ -260,8 +260,13 @@ def simulate(
     except _Violation as v:
         violated = v.name
         shrunk_steps = len(v.path) - 1
-        trace = checked_replay(spec, tighten(spec, shortcut(spec, v.path, aprops), v.name, invs, aprops), v.name,
-                               props)
+        try:
+            trace = checked_replay(spec, tighten(spec, shortcut(spec, v.path, aprops), v.name, invs, aprops), v.name,
+                                   props)
+        except KeyboardInterrupt as exc:
+            # Stopped while the walk was made shorter still: the walk hypothesis shrank to.
+            stop_reason(exc)
+            trace = checked_replay(spec, v.path, v.name, props)
     except _TimeUp:
         reason = "time"
     except KeyboardInterrupt as exc:
