@@ -490,3 +490,71 @@ def test_a_run_that_took_a_stop_is_not_stopped_again_by_the_memory_guard():
                 time.sleep(0.5)  # ten ticks over the limit
     except Stopped as again:
         pytest.fail(f"the memory guard stopped the stop handler's work: {again.reason}")
+
+
+def test_a_stop_as_the_workers_are_forked_stops_them(monkeypatch):
+    # Held while forking, a signal is delivered the moment it is let through: that must be after
+    # the coordinator holds the workers' handles, or nobody stops them.
+    import multiprocessing
+
+    import kafkamc.checker.multicore as multicore
+    from kafkamc.spec.registry import build_spec
+
+    real = multicore._fork
+
+    def fork_then_signal(*args, **kwargs):
+        out = real(*args, **kwargs)
+        signal.raise_signal(signal.SIGINT)
+        return out
+
+    monkeypatch.setattr(multicore, "_fork", fork_then_signal)
+    spec = build_spec("toyspecs:Ladder", {"width": 50, "rungs": 6})
+    result = explore_multicore(spec, workers=2, fork_threshold=40)
+    assert result.result == "incomplete" and result.reason == "interrupted"
+    deadline = time.monotonic() + 5
+    while multiprocessing.active_children() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert multiprocessing.active_children() == []
+
+
+def test_a_stop_raised_as_signals_are_held_leaves_them_deliverable(monkeypatch):
+    # pthread_sigmask runs pending signals' handlers before it returns: one that raises from the
+    # call that blocks must still find the mask restored (else Ctrl-C and the memory guard were
+    # off for good in this process).
+    from kafkamc.checker.multicore import _FORK_BLOCKED, _signals_held
+
+    real = signal.pthread_sigmask
+    raised = []
+
+    def sigmask(how, mask):
+        old = real(how, mask)
+        if how == signal.SIG_BLOCK and set(mask) == _FORK_BLOCKED and not raised:
+            raised.append(True)
+            raise KeyboardInterrupt  # as the handler of a signal pending at the call
+        return old
+
+    monkeypatch.setattr(signal, "pthread_sigmask", sigmask)
+    with pytest.raises(KeyboardInterrupt):
+        with _signals_held():
+            pass
+    monkeypatch.undo()
+    assert raised and not (_FORK_BLOCKED & signal.pthread_sigmask(signal.SIG_BLOCK, ()))
+
+
+def test_a_stop_while_a_finished_runs_workers_are_stopped_keeps_its_answer(monkeypatch):
+    import multiprocessing
+
+    import kafkamc.checker.multicore as multicore
+    from kafkamc.spec.registry import build_spec
+
+    monkeypatch.setattr(multicore, "_stop_all", _stop_once(multicore._stop_all))
+    spec = build_spec("toyspecs:Ladder", {"width": 50, "rungs": 6})
+    try:
+        result = explore_multicore(spec, workers=2, fork_threshold=40)
+    except Stopped:
+        pytest.fail("the finished run's answer was lost to the stop")
+    assert result.result == "ok" and result.distinct_states == explore(spec).distinct_states
+    deadline = time.monotonic() + 5
+    while multiprocessing.active_children() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert multiprocessing.active_children() == []

@@ -281,12 +281,17 @@ class _Local(_Handle):
 
 @contextlib.contextmanager
 def _signals_held() -> Iterator[None]:
-    """Hold off the signals that stop a run (they are delivered when this ends)."""
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _FORK_BLOCKED)
+    """Hold off the signals that stop a run (they are delivered when this ends).
+
+    ``pthread_sigmask`` runs the handlers of pending signals before it returns: the mask is read
+    first (blocking nothing) and blocked inside the ``try``, so that a stop raised by the blocking
+    call itself still finds the mask restored (else those signals stayed blocked for good)."""
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, ())
     try:
+        signal.pthread_sigmask(signal.SIG_BLOCK, _FORK_BLOCKED)
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def _round(handles: list[_Handle], msgs: Iterable[tuple[Any, ...]]) -> list[Any]:
@@ -309,6 +314,18 @@ def _round(handles: list[_Handle], msgs: Iterable[tuple[Any, ...]]) -> list[Any]
     if errors:
         raise min(errors, key=lambda e: (getattr(e, "rank", None) is None, getattr(e, "rank", None) or 0))
     return out
+
+
+def _stop_workers(handles: list[_Handle]) -> None:
+    """``_stop_all`` at the end of a run, which a stop does not cut short: one delivered meanwhile
+    is taken (the run is over, and its answer stands) and the stopping made whole."""
+    while True:
+        try:
+            with _signals_held():
+                _stop_all(handles)
+            return
+        except KeyboardInterrupt as exc:
+            stop_reason(exc)
 
 
 def _stop_all(handles: list[_Handle]) -> None:
@@ -470,7 +487,10 @@ def _explore_multicore(
     try:
         while sum(sizes) > 0:
             if len(handles) == 1 and sizes[0] >= fork_threshold:
-                handles, sizes = _fork(ctx, handles[0], workers)  # type: ignore[arg-type]
+                # Held until the handles are the run's: a stop delivered as the forking ends
+                # finds the workers in ``handles`` to stop.
+                with _signals_held():
+                    handles, sizes = _fork(ctx, handles[0], workers)  # type: ignore[arg-type]
             level, wall0, cpu0, wcpu0 = depth, time.perf_counter(), time.process_time(), [h.cpu for h in handles]
             last_level = max_depth is not None and depth >= max_depth
             n = len(handles)
@@ -581,7 +601,7 @@ def _explore_multicore(
             _save_stopped(checkpoint, mark, handles)
         return stopped
     finally:
-        _stop_all(handles)
+        _stop_workers(handles)
     return result(OK)
 
 
@@ -671,19 +691,17 @@ def _add_coverage(total: tuple[list[int], ...], part: tuple[list[int], ...]) -> 
 
 
 def _fork(ctx: Any, local: _Local, workers: int) -> tuple[list[_Handle], list[int]]:
-    """Fork ``workers`` processes from the parent's shard; each keeps its share of it."""
+    """Fork ``workers`` processes from the parent's shard; each keeps its share of it. Called
+    with the stop signals held (``_signals_held``)."""
     handles: list[_Handle] = []
     local.shard.store.share()  # every worker writes its files there; the parent removes it
     local.shard.frontier.seal()
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _FORK_BLOCKED)
     try:
         for w in range(workers):
             handles.append(_Remote(ctx, local.shard, w, workers))
     except BaseException:
         _stop_all(handles)
         raise
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     size = len(local.shard.frontier)
     return handles, [len(range(w, size, workers)) for w in range(workers)]
 
