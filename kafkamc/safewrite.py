@@ -25,6 +25,29 @@ __all__ = ["write_file", "check_output_file", "check_output_dir"]
 Content = str | bytes | Callable[[IO[bytes]], None]
 
 
+def _read_umask() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask
+
+
+# Where the kernel does not show it, the umask as it was when kafkamc was imported.
+_UMASK_AT_IMPORT = _read_umask()
+
+
+def _umask() -> int:
+    """The process's umask, read without setting it where Linux shows it: setting it to 0 and
+    back leaves it 0 if a stop lands between the two calls (every later file world-writable)."""
+    try:
+        with open("/proc/self/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return _UMASK_AT_IMPORT
+
+
 def _kind(mode: int) -> str | None:
     """What a non-regular file is, for the error; None for a regular file."""
     if stat.S_ISREG(mode):
@@ -112,9 +135,7 @@ def write_file(path: str, content: Content, what: str = "cannot write") -> str:
             else:
                 content(fh)
         # mkstemp makes the file private; an output file gets the permissions of any new file.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
+        os.chmod(tmp, 0o666 & ~_umask())
         _refuse_special(path, what)  # again: it may have appeared while the content was written
         os.replace(tmp, path)
     except BaseException as exc:

@@ -458,3 +458,21 @@ def test_gate_says_fair_behaviour_when_a_liveness_bug_is_no_longer_found(capsys,
     config.write_text('[checks.x]\nspec = "livenesstoys:Flicker"\nliveness = ["lamp-finishes"]\nexpect = "violate"\n')
     code, out, _ = run(capsys, "gate", "--config", str(config))
     assert code == 1 and "every fair behaviour satisfies lamp-finishes" in out
+
+
+@pytest.mark.parametrize("where", ["_fair_parts", "_enabled_masks"])
+def test_a_stop_is_reported_with_its_reason_and_taken(monkeypatch, where):
+    # SIGTERM was reported as "interrupted", and the stop, never taken, came again half a second
+    # after the result was returned.
+    import kafkamc.checker.liveness as liveness
+    from kafkamc.checker import watch
+
+    def stopped(*args, **kwargs):
+        stop = watch.Stopped("terminated")
+        watch._unhonoured[:] = [stop]
+        raise stop
+
+    monkeypatch.setattr(liveness, where, stopped)
+    r = check(Spinner(size=3), "finishes")
+    assert r.result == "incomplete" and r.reason == "terminated"
+    assert watch._unhonoured == []

@@ -174,3 +174,19 @@ def test_a_write_that_fails_after_the_run_keeps_the_verdict(capsys, tmp_path, mo
     assert code == 2 and "No space left on device" in one_line(err)
     assert "violation: x-below-limit fails after 2 steps" in out  # the verdict is printed all the same
     _no_temporaries(tmp_path)
+
+
+def test_an_output_file_is_written_without_setting_the_umask(tmp_path, monkeypatch):
+    # Setting it to 0 and back left it 0 when a stop landed between the two calls.
+    import stat
+
+    current = os.umask(0o022)
+    os.umask(current)
+
+    def refuse(mask):
+        raise AssertionError("the umask was set")
+
+    monkeypatch.setattr(os, "umask", refuse)
+    path = write_file(str(tmp_path / "out.json"), "{}")
+    monkeypatch.undo()
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o666 & ~current

@@ -51,6 +51,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
+from kafkamc.checker.watch import stop_reason
 from kafkamc.counterexamples.trace import Trace, TraceStep
 from kafkamc.errors import EngineError, SpecRaised, UsageError
 from kafkamc.invariants.api import Property
@@ -257,8 +258,8 @@ def build_liveness_graph(
                     if progress:
                         progress(LevelStats(g.depth, len(expanded), g.generated, len(states),
                                             time.perf_counter() - started))
-        except KeyboardInterrupt:
-            g.reason = "interrupted"
+        except KeyboardInterrupt as exc:
+            g.reason = stop_reason(exc)
         while len(start) < len(expanded) + 1:
             start.append(len(dst))
     g.seconds = time.perf_counter() - started
@@ -713,9 +714,9 @@ def check_liveness(
                 info["prefix"] = len(lasso.prefix_edges)
                 info["cycle"] = len(lasso.cycle_edges)
                 return result(VIOLATION, name, trace)
-    except KeyboardInterrupt:
-        # Ctrl-C during the search of the graph: never ok.
-        return result(INCOMPLETE, None, None, "interrupted")
+    except KeyboardInterrupt as exc:
+        # A stop during the search of the graph: never ok.
+        return result(INCOMPLETE, None, None, stop_reason(exc))
     return result(OK, None, None)
 
 

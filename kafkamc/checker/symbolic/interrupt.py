@@ -113,12 +113,16 @@ class _Check:
                 break
             except BaseException:  # a second signal (a stop is redelivered until a run takes it)
                 continue
-        while running and not self.done.is_set():
+        while running:
+            # Every step under the guard: a stop raised again anywhere here must not end the
+            # loop while the worker still runs the check on the context.
             try:
-                self.solver.ctx.interrupt()
-            except z3.Z3Exception:
-                pass  # the check failed meanwhile: its own error is the worker's to report
-            try:
+                if self.done.is_set():
+                    break
+                try:
+                    self.solver.ctx.interrupt()
+                except z3.Z3Exception:
+                    pass  # the check failed meanwhile: its own error is the worker's to report
                 self.done.wait(WAIT_SLICE)
             except BaseException:
                 continue
