@@ -261,7 +261,9 @@ def test_memory_guard_in_process_stops_the_local_engine():
     result = explore(Tree(), max_memory=used + (30 << 20))
     assert result.result == "incomplete" and result.reason == "max-memory"
     assert "limit" in result.extra["stop_detail"]
-    assert 1000 < result.distinct_states < 1 << 22
+    # Memory the pytest process freed but still holds can absorb the first second's growth: then
+    # the guard measures again only 5 s later (PSS_EVERY), a few million states on.
+    assert 1000 < result.distinct_states < 1 << 25
 
 
 def test_a_stop_while_the_visited_set_grows_is_an_incomplete_run(monkeypatch):
@@ -509,12 +511,13 @@ def test_a_stop_as_the_workers_are_forked_stops_them(monkeypatch):
 
     monkeypatch.setattr(multicore, "_fork", fork_then_signal)
     spec = build_spec("toyspecs:Ladder", {"width": 50, "rungs": 6})
+    before = set(multiprocessing.active_children())
     result = explore_multicore(spec, workers=2, fork_threshold=40)
     assert result.result == "incomplete" and result.reason == "interrupted"
     deadline = time.monotonic() + 5
-    while multiprocessing.active_children() and time.monotonic() < deadline:
+    while set(multiprocessing.active_children()) - before and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert multiprocessing.active_children() == []
+    assert set(multiprocessing.active_children()) - before == set()
 
 
 def test_a_stop_raised_as_signals_are_held_leaves_them_deliverable(monkeypatch):
@@ -549,12 +552,13 @@ def test_a_stop_while_a_finished_runs_workers_are_stopped_keeps_its_answer(monke
 
     monkeypatch.setattr(multicore, "_stop_all", _stop_once(multicore._stop_all))
     spec = build_spec("toyspecs:Ladder", {"width": 50, "rungs": 6})
+    before = set(multiprocessing.active_children())
     try:
         result = explore_multicore(spec, workers=2, fork_threshold=40)
     except Stopped:
         pytest.fail("the finished run's answer was lost to the stop")
     assert result.result == "ok" and result.distinct_states == explore(spec).distinct_states
     deadline = time.monotonic() + 5
-    while multiprocessing.active_children() and time.monotonic() < deadline:
+    while set(multiprocessing.active_children()) - before and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert multiprocessing.active_children() == []
+    assert set(multiprocessing.active_children()) - before == set()

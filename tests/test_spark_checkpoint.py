@@ -111,7 +111,7 @@ def executors_launched(cluster):
     return sum(len(os.listdir(os.path.join(work, app))) for app in os.listdir(work) if app.startswith("app-"))
 
 
-@pytest.mark.timeout(400)
+@pytest.mark.timeout(400, method="thread")  # the checker's --progress timer takes SIGALRM
 def test_lost_executor_and_dead_driver_with_checkpoint_give_identical_results(cluster, local, tmp_path):
     expected, levels = local
     before = executors_launched(cluster)
@@ -144,7 +144,7 @@ def test_lost_executor_and_dead_driver_with_checkpoint_give_identical_results(cl
     assert executors_launched(cluster) >= before + 3
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(300, method="thread")
 def test_lost_executor_without_checkpoint_is_an_error(cluster, tmp_path):
     # From level 9 on the blocks descend from the local checkpoint of level 8, which nothing can recompute.
     proc = cli([*VIOLATING, "--engine", "spark", "--master", cluster.url, "--partitions", "2",
