@@ -511,3 +511,22 @@ def test_recoverability_checks(tmp_path, capsys):
     expect = "hold"
     """))
     assert code == 1 and "but gate-can-go-home is violated (counterexample of 2 states)" in out
+
+
+def test_a_sigterm_a_check_took_while_giving_its_answer_stops_the_gate(tmp_path, capsys, monkeypatch):
+    # E.g. SIGTERM while a violation's trace was replayed: the engine takes the stop and still
+    # reports the violation; the gate must stop all the same.
+    import kafkamc.cli.gate as gate_module
+    from kafkamc.checker.watch import Stopped, stop_reason
+
+    real = gate_module._explore
+
+    def answered_then_stopped(check):
+        result = real(check)
+        stop_reason(Stopped("terminated"))
+        return result
+
+    monkeypatch.setattr(gate_module, "_explore", answered_then_stopped)
+    code, out, _ = gate(capsys, "--config", write(tmp_path, GOOD))
+    assert code == 1
+    assert out.startswith("PASS  grid-holds") and "SKIP  grid-x-bug" in out, out

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from kafkamc import Param, Spec, action
+from kafkamc import Param, Spec, action, invariant
 from kafkamc.checker.local import explore
 from kafkamc.checker.multicore import explore_multicore
 from kafkamc.checker.resources import parse_size, pss, rss
@@ -484,11 +484,12 @@ def test_a_run_that_took_a_stop_is_not_stopped_again_by_the_memory_guard():
     from kafkamc.checker.watch import Watch, stop_reason
 
     try:
-        with Watch(None, max_memory=1, tick=0.05):
+        with Watch(None, max_memory=1 << 60, tick=0.05) as watch:
             try:
                 raise KeyboardInterrupt
             except KeyboardInterrupt as exc:
                 assert stop_reason(exc) == "interrupted"
+                watch.max_memory = 1
                 time.sleep(0.5)  # ten ticks over the limit
     except Stopped as again:
         pytest.fail(f"the memory guard stopped the stop handler's work: {again.reason}")
@@ -562,3 +563,62 @@ def test_a_stop_while_a_finished_runs_workers_are_stopped_keeps_its_answer(monke
     while set(multiprocessing.active_children()) - before and time.monotonic() < deadline:
         time.sleep(0.05)
     assert set(multiprocessing.active_children()) - before == set()
+
+
+def test_a_stop_wrapped_by_ctypes_where_no_engine_takes_it_is_a_stop_for_the_cli(monkeypatch, capsys):
+    # termination_signals turns it back into the stop before it clears the pending one: main()
+    # then says incomplete (exit 4), not a traceback with exit 1, a violation's code.
+    import ctypes
+    import importlib
+
+    from kafkamc.checker import watch
+
+    cli_main = importlib.import_module("kafkamc.cli.main")
+
+    def wrapped(*args, **kwargs):
+        stop = watch.Stopped("terminated")
+        watch._unhonoured[:] = [stop]
+        raise ctypes.ArgumentError("argument 1: Stopped: terminated")
+
+    monkeypatch.setattr(cli_main, "build_parser", wrapped)
+    assert cli_main.main(["check", "toyspecs:Counters"]) == 4
+    assert "terminated: stopped before a result" in capsys.readouterr().err
+
+
+def test_a_guards_stop_no_run_took_does_not_end_the_next_run():
+    from kafkamc.checker import watch
+
+    with watch.Watch(None, max_memory=1 << 60) as w:
+        # As a stop lost in a finalizer just as the run ended.
+        w._stop = watch.Stopped(MAX_MEMORY, "lost")
+        watch._unhonoured.append(w._stop)
+    assert watch._unhonoured == []
+
+
+@invariant("nonzero", "a cell's level is not 0")
+def nonzero(p, s):
+    return s.level != 0
+
+
+class BadStart(Spec):
+    """Its first initial state breaks ``nonzero``."""
+
+    name = "bad-start"
+    parameters = ()
+    invariants = (nonzero,)
+
+    def init_states(p):
+        for level in range(5):
+            yield Cell(level, 0)
+
+    @action
+    def stay(p, s):
+        yield from ()
+
+
+def test_a_violation_among_the_initial_states_is_reported_when_max_states_is_reached():
+    spec = BadStart()
+    assert explore(spec).result == "violation"
+    for run in (lambda: explore(spec, max_states=1), lambda: explore_multicore(spec, workers=2, max_states=1)):
+        r = run()
+        assert r.result == "violation" and r.trace is not None and r.reason is None, (r.result, r.reason)

@@ -270,7 +270,8 @@ def _explore(
         return CheckResult(
             spec=spec.name, params=p.as_dict(), engine="local", result=kind,
             invariants=tuple(pr.name for pr in props) + ((DEADLOCK,) if deadlock else ()),
-            violated=violated, distinct_states=n, states_generated=generated, depth=depth,
+            violated=violated, distinct_states=n, states_generated=generated,
+            depth=depth if bad_path is None else max(depth, len(bad_path)),
             seconds=time.perf_counter() - started, trace=trace, reason=reason, symmetry=symmetry,
             coverage=coverage_of([a[1] for a in actions], cov_en, cov_gen, cov_new),
             # For benchmarks/bench.py: the visited set's bytes, and what went to disk.
@@ -289,6 +290,8 @@ def _explore(
     resumed = checkpoint.resume() if checkpoint is not None else None
     for i in insert_initial(spec, inits if resumed is None else [], key, fpr, table):
         if max_states is not None and n >= max_states:
+            if violated is not None:
+                break  # found among the first ones: the answer
             reason = "max-states"
             return result(INCOMPLETE)
         lineage.append(-1, i)
@@ -409,11 +412,12 @@ def _explore(
             done, frontier = frontier, nxt
             if frontier:
                 depth += 1
+            # Before the level's line: a stop while it is printed must find the violation.
+            if found is not None:
+                violated, bad_path, bad_at = found
             if progress:
                 progress(LevelStats(depth, n, generated, len(frontier), time.perf_counter() - started))
             if found is not None:
-                violated, bad_path, bad_at = found
-                depth = max(depth, len(bad_path))
                 return result(VIOLATION)
             if checkpoint is not None and frontier:
                 mark = (boundary(), frontier)

@@ -448,7 +448,8 @@ def _explore_multicore(
         return CheckResult(
             spec=spec.name, params=p.as_dict(), engine="local", result=kind,
             invariants=tuple(pr.name for pr in props) + ((DEADLOCK,) if deadlock else ()),
-            violated=violated, distinct_states=distinct, states_generated=generated, depth=depth,
+            violated=violated, distinct_states=distinct, states_generated=generated,
+            depth=depth if bad_path is None else max(depth, len(bad_path)),
             seconds=time.perf_counter() - started,
             trace=None if bad_path is None else checked_replay(
                 spec, bad_path, violated, props, key=key, expected=bad_expected),
@@ -479,10 +480,11 @@ def _explore_multicore(
     mark = (boundary(), "frontier") if checkpoint is not None else None
     if progress:
         progress(LevelStats(depth, distinct, generated, sum(sizes), time.perf_counter() - started))
+    if violated is not None:  # among the initial states, before --max-states was reached
+        reason = None
+        return result(VIOLATION)
     if reason is not None:
         return result(INCOMPLETE)
-    if violated is not None:
-        return result(VIOLATION)
     ctx = multiprocessing.get_context("fork")
     try:
         while sum(sizes) > 0:
@@ -558,23 +560,25 @@ def _explore_multicore(
             sizes = [c for c, _, _, _, _ in kept]
             if sum(sizes):
                 depth += 1
+            # The finding before the level's line: a stop while it is printed must find it.
+            if dead is not None:
+                violated = DEADLOCK
+            elif found is not None:
+                violated = found[1]
             if progress:
                 progress(LevelStats(depth, distinct, generated, sum(sizes), time.perf_counter() - started))
             # The path and what its states must be are set in one assignment, once whole: a stop
             # handler that sees a path replays it.
             if dead is not None:
-                violated = DEADLOCK
                 path, chain = _path(handles, dead)
                 bad_expected, bad_path = _expected(chain, None), path
             elif found is not None:
-                violated = found[1]
                 path, chain = _path(handles, found[2])
                 if found[3] is not None:  # an action property: the transition from the state found
                     path.append(found[3])
                 bad_expected, bad_path = _expected(chain, found[4]), path
             if violated is not None:
                 assert bad_path is not None
-                depth = max(depth, len(bad_path))
                 return result(VIOLATION)
             if len(handles) > 1:
                 sizes = _rebalance(handles, sizes)

@@ -27,7 +27,7 @@ from kafkamc.checker.resources import format_size, pss, rss
 from kafkamc.result import CheckResult, LevelStats
 
 __all__ = [
-    "Stopped", "stop_reason", "is_stop", "STOPS", "raise_pending_stop", "termination_signals", "Watch", "PROGRESS_EVERY", "INTERRUPTED", "TERMINATED",
+    "Stopped", "stop_reason", "stops_taken", "is_stop", "STOPS", "raise_pending_stop", "termination_signals", "Watch", "PROGRESS_EVERY", "INTERRUPTED", "TERMINATED",
     "MAX_MEMORY",
 ]
 
@@ -58,6 +58,7 @@ class Stopped(KeyboardInterrupt):
 _unhonoured: list[Stopped] = []
 # The watches whose runs are going on (``Watch`` as a context manager).
 _watching: list["Watch"] = []
+_taken: list[str] = []
 # A stop that was raised where Python drops exceptions is raised again this often (seconds).
 REDELIVER_EVERY = 0.5
 
@@ -65,16 +66,29 @@ REDELIVER_EVERY = 0.5
 def stop_reason(exc: BaseException) -> str:
     """The incomplete run's reason for ``exc`` (a stop, or what wrapped one: ``is_stop``); whoever
     asks has taken the stop. The memory guards go quiet: a run that took a stop is ending, and
-    its last work (a checkpoint of the stopped run, the largest write of all) is not stopped."""
-    pending = _unhonoured[:1]
+    its last work (a checkpoint of the stopped run, the largest write of all) is not stopped.
+    Every stop taken is recorded (``stops_taken``): a run may take one and still return its
+    answer, found before it."""
+    pending = list(_unhonoured)
     _unhonoured.clear()
     for watch in _watching:
         watch.quiet()
     if isinstance(exc, Stopped):
-        return exc.reason
-    if pending and not isinstance(exc, KeyboardInterrupt):
-        return pending[0].reason
-    return INTERRUPTED
+        reason = exc.reason
+    elif pending and not isinstance(exc, KeyboardInterrupt):
+        reason = pending[0].reason
+    else:
+        reason = INTERRUPTED
+    # Ctrl-C or SIGTERM pending beside the memory guard's stop is the one reported: it ends more
+    # than this run (the gate stops on it).
+    reason = next((s.reason for s in pending if s.reason in (INTERRUPTED, TERMINATED)), reason)
+    _taken.append(reason)
+    return reason
+
+
+def stops_taken() -> list[str]:
+    """The reasons of the stops runs took in this process, in order."""
+    return list(_taken)
 
 
 def is_stop(exc: BaseException) -> bool:
@@ -145,6 +159,10 @@ def termination_signals() -> Iterator[None]:
             saved[sig] = signal.signal(sig, handler)
     try:
         yield
+    except ctypes.ArgumentError as exc:
+        # The stop a Z3 call wrapped, come out where no engine took it: the stop, for the caller.
+        raise_pending_stop(exc)
+        raise
     finally:
         active[0] = False
         _unhonoured.clear()
@@ -218,6 +236,10 @@ class Watch:
         self._armed = False
         if self in _watching:
             _watching.remove(self)
+        # A stop of this run's guard that no run took (lost in a finalizer as the run ended)
+        # must not end the next run in this process.
+        if self._stop is not None and self._stop in _unhonoured:
+            _unhonoured.remove(self._stop)
         if self._installed:
             # Timer first: a SIGALRM after the default action is back would kill the process.
             self._installed = False
@@ -290,7 +312,7 @@ class Watch:
                 if used > self.max_memory:
                     self.detail = f"{format_size(used)} in use, limit {format_size(self.max_memory)}"
                     self._stop = Stopped(MAX_MEMORY, self.detail)
-                    _unhonoured[:] = [self._stop]
+                    _unhonoured.append(self._stop)  # after a pending Ctrl-C or SIGTERM, which comes first
                     raise self._stop
         now = time.monotonic()
         if self._progress is not None and self.probe is not None and now - self._last_line >= self.every:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Sequence
 
-from kafkamc.checker.watch import STOPS, is_stop, raise_pending_stop, stop_reason
+from kafkamc.checker.watch import STOPS, is_stop, raise_pending_stop, stop_reason, stops_taken
 from kafkamc.result import DEADLOCK, INCOMPLETE, OK, VIOLATION, CheckResult
 from kafkamc.counterexamples.proof import cti_check_result, proof_to_json, render_proof
 from kafkamc.counterexamples.render import render_summary, render_trace, result_to_json
@@ -976,6 +976,7 @@ def run_gate(config: GateConfig, checks: list[Check], *, out_dir: str | None = N
         if interrupted:
             outcome = Outcome(check, SKIPPED, None, 0.0, error="not run: the gate was interrupted")
         else:
+            taken = len(stops_taken())
             try:
                 outcome = run_check(check)
             except STOPS as exc:
@@ -983,9 +984,10 @@ def run_gate(config: GateConfig, checks: list[Check], *, out_dir: str | None = N
                     raise
                 stop_reason(exc)  # taken here: the gate stops (see termination_signals)
                 outcome = Outcome(check, ERROR, None, 0.0, error="interrupted (Ctrl-C)")
+            # Also a Ctrl-C or SIGTERM that a check took and still gave its answer (found before).
             if (outcome.result is not None and outcome.result.reason in ("interrupted", "terminated")) or (
                 outcome.error == "interrupted (Ctrl-C)"
-            ):
+            ) or any(r in ("interrupted", "terminated") for r in stops_taken()[taken:]):
                 interrupted = True
             if out_dir is not None:
                 outcome.files = write_counterexamples(outcome, out_dir)

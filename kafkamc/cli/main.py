@@ -20,7 +20,7 @@ import sys
 from typing import Any, Sequence
 
 from kafkamc import __version__
-from kafkamc.checker.watch import STOPS, is_stop, stop_reason, termination_signals
+from kafkamc.checker.watch import stop_reason, termination_signals
 from kafkamc.errors import KafkamcError, UsageError
 from kafkamc.terminal import printable
 
@@ -66,9 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with termination_signals():
             args = build_parser().parse_args(args_list)
             return int(args.run(args))
-    except STOPS as exc:
-        if not is_stop(exc):
-            raise
+    except KeyboardInterrupt as exc:
         # Where no engine caught it (start-up, graph, writing output): one line, incomplete.
         print(f"kafkamc: {stop_reason(exc)}: stopped before a result", file=sys.stderr)
         return EXIT_INCOMPLETE

@@ -476,8 +476,9 @@ def render_summary(result: CheckResult) -> str:
         if result.extra.get("stop_detail"):
             why += f": {result.extra['stop_detail']}"
         if result.violated is not None:
-            verdict = (f"incomplete ({why}): {result.violated} fails on a state explored; stopped before its "
-                       "trace was built (run again for it)")
+            verdict = f"incomplete ({why}): {result.violated} fails on a state explored"
+            if result.trace is None:
+                verdict += "; the run was stopped before its trace was built (run again for it)"
         else:
             verdict = f"incomplete ({why}): no violation of {checked} in the states explored; not exhaustive"
     collision = f"fingerprint collision probability {_probability(result.fingerprint_collision_probability)}"

@@ -214,9 +214,10 @@ def member(dom: d.Domain, value: Any) -> z3.BoolRef:
 
 def rebuilt(value: Any, leaf: Callable[[Any], Any]) -> Any:
     """``value`` with each leaf (what is not a tuple, list or dataclass record) replaced by
-    ``leaf(it)``; a record none of whose fields changed is ``value``'s own."""
+    ``leaf(it)``; a tuple or record none of whose parts changed is ``value`` itself."""
     if isinstance(value, tuple):
-        return tuple(rebuilt(v, leaf) for v in value)
+        parts = [rebuilt(v, leaf) for v in value]
+        return value if all(a is b for a, b in zip(value, parts)) else tuple(parts)
     if isinstance(value, list):
         return [rebuilt(v, leaf) for v in value]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
