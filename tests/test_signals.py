@@ -374,12 +374,25 @@ def test_closed_pipe_keeps_the_verdicts_exit_code(argv, code):
     assert all(line.startswith("kafkamc: warning: action ") for line in err.splitlines()), err
 
 
+def _redelivered(within: float) -> str | None:
+    """The reason of the stop that comes (again) within ``within`` seconds, taken; None if none."""
+    from kafkamc.checker.watch import stop_reason
+
+    started = time.monotonic()
+    try:
+        while time.monotonic() - started < within:
+            time.sleep(0.01)
+    except Stopped as exc:
+        return stop_reason(exc)
+    return None
+
+
 def test_a_stop_lost_in_a_gc_callback_is_raised_again(capsys):
     """Python drops an exception raised by a signal handler inside a gc callback (hypothesis
     registers them: `simulate` once ran on after SIGTERM); the stop comes again, silently."""
     import gc
 
-    from kafkamc.checker.watch import Stopped, stop_reason, termination_signals
+    from kafkamc.checker.watch import termination_signals
 
     fired = []
 
@@ -389,7 +402,6 @@ def test_a_stop_lost_in_a_gc_callback_is_raised_again(capsys):
             signal.raise_signal(signal.SIGTERM)
             time.sleep(0.01)  # the handler runs here, inside the callback
 
-    got = None
     with termination_signals():
         gc.callbacks.append(callback)
         try:
@@ -397,11 +409,7 @@ def test_a_stop_lost_in_a_gc_callback_is_raised_again(capsys):
         finally:
             gc.callbacks.remove(callback)
         started = time.monotonic()
-        try:
-            while time.monotonic() - started < 5:
-                time.sleep(0.01)
-        except Stopped as exc:
-            got = stop_reason(exc)
+        got = _redelivered(5)
     assert fired and got == "terminated"
     assert time.monotonic() - started < 2
     assert "Traceback" not in capsys.readouterr().err
@@ -414,7 +422,7 @@ def test_a_stop_wrapped_by_ctypes_in_a_finalizer_is_not_reported(monkeypatch):
     still comes again."""
     import ctypes
 
-    from kafkamc.checker.watch import stop_reason, termination_signals
+    from kafkamc.checker.watch import termination_signals
 
     class Argument:
         @property
@@ -429,15 +437,9 @@ def test_a_stop_wrapped_by_ctypes_in_a_finalizer_is_not_reported(monkeypatch):
 
     reported = []
     monkeypatch.setattr(sys, "unraisablehook", reported.append)
-    got = None
     with termination_signals():
         Ast()
-        started = time.monotonic()
-        try:
-            while time.monotonic() - started < 30:
-                time.sleep(0.01)
-        except Stopped as exc:
-            got = stop_reason(exc)
+        got = _redelivered(30)
     assert got == "terminated"
     assert reported == []
 
