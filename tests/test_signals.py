@@ -456,35 +456,30 @@ def _stop_once(real):
     return stopped_first
 
 
-def test_a_stop_while_a_violation_is_replayed_still_reports_it(monkeypatch):
+def _ladder_top():
+    from kafkamc.spec.registry import build_spec, select_properties
+
+    spec = build_spec("toyspecs:Ladder", {"width": 50, "rungs": 6, "top": True})
+    return spec, select_properties(type(spec), ["rung-below-top"])
+
+
+@pytest.mark.parametrize("engine", ["local", "multicore"])
+def test_a_stop_while_a_violation_is_replayed_still_reports_it(monkeypatch, engine):
     import kafkamc.checker.local as local
-    from kafkamc.spec.registry import build_spec, select_properties
-
-    spec = build_spec("toyspecs:Ladder", {"width": 50, "rungs": 6, "top": True})
-    props = select_properties(type(spec), ["rung-below-top"])
-    monkeypatch.setattr(local, "checked_replay", _stop_once(local.checked_replay))
-    result = explore(spec, props)
-    assert result.result == "violation" and result.violated == "rung-below-top" and len(result.trace) == 7
-
-
-def test_a_stop_while_the_multicore_engine_replays_a_violation_still_reports_it(monkeypatch):
     import kafkamc.checker.multicore as multicore
-    from kafkamc.spec.registry import build_spec, select_properties
 
-    spec = build_spec("toyspecs:Ladder", {"width": 50, "rungs": 6, "top": True})
-    props = select_properties(type(spec), ["rung-below-top"])
-    monkeypatch.setattr(multicore, "checked_replay", _stop_once(multicore.checked_replay))
-    result = explore_multicore(spec, props, workers=2, fork_threshold=40)
+    spec, props = _ladder_top()
+    module = local if engine == "local" else multicore
+    monkeypatch.setattr(module, "checked_replay", _stop_once(module.checked_replay))
+    result = explore(spec, props) if engine == "local" else explore_multicore(spec, props, workers=2, fork_threshold=40)
     assert result.result == "violation" and result.violated == "rung-below-top" and len(result.trace) == 7
 
 
 def test_a_stop_while_the_workers_give_a_violations_path_is_incomplete_and_says_so(monkeypatch):
     import kafkamc.checker.multicore as multicore
     from kafkamc.counterexamples.render import render_summary
-    from kafkamc.spec.registry import build_spec, select_properties
 
-    spec = build_spec("toyspecs:Ladder", {"width": 50, "rungs": 6, "top": True})
-    props = select_properties(type(spec), ["rung-below-top"])
+    spec, props = _ladder_top()
     monkeypatch.setattr(multicore, "_path", _stop_once(multicore._path))
     result = explore_multicore(spec, props, workers=2, fork_threshold=40)
     assert result.result == "incomplete" and result.reason == "max-memory" and result.violated == "rung-below-top"
