@@ -245,27 +245,17 @@ def test_only_small_collections_nothing_changes_are_run_to_the_end_with_a_flag(v
 _slow = pytest.mark.skipif(not os.environ.get("KAFKAMC_SLOW_TESTS"), reason="slow: set KAFKAMC_SLOW_TESTS=1")
 
 
-@_slow
-def test_bmc_reproduces_the_kip279_strong_isr_violation_at_replicas_2():
-    spec = build_spec("replication", ["replicas=2", "truncation=kip279"])
+@pytest.mark.parametrize("replicas, states, symmetry", [
+    pytest.param(2, 12, False, marks=_slow),
+    # Issue 17's target: about 45 CPU minutes and 52 minutes wall on 2 workers (docs/bmc.md, "--symmetry").
+    pytest.param(3, 11, True, marks=pytest.mark.skipif(os.environ.get("KAFKAMC_SLOW_TESTS") != "replicas3",
+                                                       reason="very slow: set KAFKAMC_SLOW_TESTS=replicas3")),
+])
+def test_bmc_reproduces_the_kip279_strong_isr_violation(replicas, states, symmetry):
+    spec = build_spec("replication", [f"replicas={replicas}", "truncation=kip279"])
     props = [spec.property_named("strong-isr")]
     bfs = explore(spec, props)
-    assert bfs.result == "violation" and len(bfs.trace) == 12
-    r = bmc(spec, props, 11, workers=2)
-    assert r.result == "violation" and len(r.trace) == len(bfs.trace)
-
-
-# Issue 17's target: about 45 CPU minutes and 52 minutes wall on 2 workers (docs/bmc.md, "--symmetry").
-_very_slow = pytest.mark.skipif(os.environ.get("KAFKAMC_SLOW_TESTS") != "replicas3",
-                                reason="very slow: set KAFKAMC_SLOW_TESTS=replicas3")
-
-
-@_very_slow
-def test_bmc_with_symmetry_reproduces_the_kip279_strong_isr_violation_at_replicas_3():
-    spec = build_spec("replication", ["replicas=3", "truncation=kip279"])
-    props = [spec.property_named("strong-isr")]
-    bfs = explore(spec, props)
-    assert bfs.result == "violation" and len(bfs.trace) == 11
-    r = bmc(spec, props, 10, workers=2, symmetry=True, timeout=3 * 3600)
+    assert bfs.result == "violation" and len(bfs.trace) == states
+    r = bmc(spec, props, states - 1, workers=2, symmetry=symmetry, timeout=3 * 3600)
     assert r.result == "violation" and len(r.trace) == len(bfs.trace)
     assert r.violated == "strong-isr"
